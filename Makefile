@@ -1,0 +1,56 @@
+# gpufleet — see README.md for what each target does.
+GO        ?= go
+BIN       := bin
+TESTBIN   := $(BIN)/testbin
+PKGS      := ./...
+# Tests that need the testbed find its binaries here (see hack/testbin.sh).
+export GPUFLEET_TESTBIN := $(abspath $(TESTBIN))
+
+.PHONY: all build test test-unit lint bench generate verify-generate testbin soak-sim fuzz clean
+
+all: build
+
+## build: compile the gpufleet binaries into bin/
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## testbin: build kube-apiserver, etcd and the Flux controllers for tests (cached; slow the first time)
+testbin:
+	bash hack/testbin.sh $(TESTBIN)
+
+## test: everything CI runs: lint, generated files up to date, the testbed, all tests
+test: lint verify-generate testbin
+	$(GO) test -count=1 -timeout 45m $(PKGS)
+
+## test-unit: the tests that need no testbed (fast)
+test-unit:
+	$(GO) test -short -count=1 $(PKGS)
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## bench: performance figures (see docs/performance.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x $(PKGS)
+
+## generate: CRDs and deepcopy from api/ markers (controller-gen)
+generate:
+	bash hack/generate.sh
+
+## verify-generate: fail when generated files are not up to date
+verify-generate:
+	bash hack/generate.sh --check
+
+## soak-sim: the planner's randomized invariant runs over many more seeds
+soak-sim:
+	GPUFLEET_SIM_SEEDS=20000 $(GO) test -count=1 -run 'Invariants' ./internal/planner/... ./internal/sim/...
+
+## fuzz: fuzz the fleet-file parser for a minute
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./internal/fleet/
+
+clean:
+	rm -rf $(BIN) out

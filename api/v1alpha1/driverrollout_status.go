@@ -1,0 +1,134 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// NodePhase is where one node stands in a rollout. The controller keeps it on
+// the node itself (label gpufleet.io/rollout-phase) so a restart loses nothing.
+//
+// +kubebuilder:validation:Enum=Pending;Draining;Installing;Validating;Soaking;Done;RollingBack;RolledBack;Quarantined
+type NodePhase string
+
+// Node phases. A node goes Pending → Draining → Installing → Validating →
+// Soaking → Done; a failure leads to RollingBack → RolledBack, or to
+// Quarantined when the rollback fails too.
+const (
+	NodePending     NodePhase = "Pending"
+	NodeDraining    NodePhase = "Draining"
+	NodeInstalling  NodePhase = "Installing"
+	NodeValidating  NodePhase = "Validating"
+	NodeSoaking     NodePhase = "Soaking"
+	NodeDone        NodePhase = "Done"
+	NodeRollingBack NodePhase = "RollingBack"
+	NodeRolledBack  NodePhase = "RolledBack"
+	NodeQuarantined NodePhase = "Quarantined"
+)
+
+// RolloutPhase summarises the rollout for people and printer columns.
+//
+// +kubebuilder:validation:Enum=Progressing;WaitingForApproval;OutsideWindow;Paused;Stalled;Aborting;Aborted;Completed
+type RolloutPhase string
+
+// Rollout phases.
+const (
+	PhaseProgressing        RolloutPhase = "Progressing"
+	PhaseWaitingForApproval RolloutPhase = "WaitingForApproval"
+	PhaseOutsideWindow      RolloutPhase = "OutsideWindow"
+	PhasePaused             RolloutPhase = "Paused"
+	PhaseStalled            RolloutPhase = "Stalled"
+	PhaseAborting           RolloutPhase = "Aborting"
+	PhaseAborted            RolloutPhase = "Aborted"
+	PhaseCompleted          RolloutPhase = "Completed"
+)
+
+// CanaryResult is how the canary went.
+//
+// +kubebuilder:validation:Enum=None;Pending;InProgress;Passed;Failed
+type CanaryResult string
+
+// Canary results. None means the rollout has no canary.
+const (
+	CanaryNone       CanaryResult = "None"
+	CanaryPending    CanaryResult = "Pending"
+	CanaryInProgress CanaryResult = "InProgress"
+	CanaryPassed     CanaryResult = "Passed"
+	CanaryFailed     CanaryResult = "Failed"
+)
+
+// Condition types: the kstatus three, then the domain ones.
+const (
+	ConditionReady              = "Ready"
+	ConditionReconciling        = "Reconciling"
+	ConditionStalled            = "Stalled"
+	ConditionWaitingForApproval = "WaitingForApproval"
+	ConditionOutsideWindow      = "OutsideWindow"
+	ConditionPaused             = "Paused"
+	ConditionBudgetExhausted    = "BudgetExhausted"
+	ConditionCompleted          = "Completed"
+	ConditionAborted            = "Aborted"
+)
+
+// DriverRolloutStatus is what the controller observed. None of its fields
+// changes on every pass (no heartbeat timestamps), so writing it causes no
+// endless watch events.
+type DriverRolloutStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase summarises the rollout.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// Progress is "done/total", for the printer column.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+
+	// Total is how many nodes the selector picks.
+	// +optional
+	Total int32 `json:"total,omitempty"`
+
+	// Nodes counts the selected nodes per phase.
+	// +optional
+	Nodes NodeCounts `json:"nodes,omitempty"`
+
+	// Canary is how the canary went.
+	// +optional
+	Canary CanaryStatus `json:"canary,omitempty"`
+
+	// BudgetUsed is how many nodes failed (rolling back, rolled back or
+	// quarantined because of a failure) against spec.failureBudget.
+	// +optional
+	BudgetUsed int32 `json:"budgetUsed,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled (kstatus), and
+	// WaitingForApproval, OutsideWindow, Paused, BudgetExhausted,
+	// Completed, Aborted.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeCounts counts nodes per phase.
+type NodeCounts struct {
+	Pending     int32 `json:"pending,omitempty"`
+	Draining    int32 `json:"draining,omitempty"`
+	Installing  int32 `json:"installing,omitempty"`
+	Validating  int32 `json:"validating,omitempty"`
+	Soaking     int32 `json:"soaking,omitempty"`
+	Done        int32 `json:"done,omitempty"`
+	RollingBack int32 `json:"rollingBack,omitempty"`
+	RolledBack  int32 `json:"rolledBack,omitempty"`
+	Quarantined int32 `json:"quarantined,omitempty"`
+}
+
+// CanaryStatus is how the canary went and on which nodes.
+type CanaryStatus struct {
+	// Result of the canary.
+	// +optional
+	Result CanaryResult `json:"result,omitempty"`
+	// Nodes are the canary nodes.
+	// +listType=set
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+}

@@ -1,0 +1,283 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// DriverRollout rolls one GPU driver version across the GPU nodes of a
+// cluster, one safe step at a time: canary nodes first, then, once approved,
+// the other nodes in parallel within maintenance windows, backing a node out
+// by itself when it goes bad. It is cluster-scoped because it acts on Nodes.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=dro,categories=gpufleet
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Done",type=string,JSONPath=`.status.progress`,description="Nodes done / nodes selected"
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.budgetUsed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type DriverRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   DriverRolloutSpec   `json:"spec"`
+	Status DriverRolloutStatus `json:"status,omitempty"`
+}
+
+// DriverRolloutList is a list of DriverRollouts.
+//
+// +kubebuilder:object:root=true
+type DriverRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DriverRollout `json:"items"`
+}
+
+// DriverRolloutSpec says what to roll out, where, and how carefully.
+//
+// +kubebuilder:validation:XValidation:rule="self.targetVersion != self.previousVersion",message="targetVersion and previousVersion must differ"
+type DriverRolloutSpec struct {
+	// TargetVersion is the driver version to install, e.g. "580.95.05".
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){1,3}$`
+	// +kubebuilder:validation:MaxLength=32
+	TargetVersion string `json:"targetVersion"`
+
+	// PreviousVersion is the driver version a failed node is rolled back to.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){1,3}$`
+	// +kubebuilder:validation:MaxLength=32
+	PreviousVersion string `json:"previousVersion"`
+
+	// NodeSelector picks the nodes of the rollout, e.g. one GPU pool.
+	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
+
+	// Canary says which nodes go first and alone.
+	// +optional
+	Canary CanarySpec `json:"canary,omitzero"`
+
+	// Approval lets the rollout past its canary. It must equal the rollout's
+	// metadata.name: typing the name is the approval, so approving the
+	// wrong rollout by copy and paste does nothing.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Approval string `json:"approval,omitempty"`
+
+	// ParallelNodes is the most nodes in flight at once. A node that
+	// finishes frees its slot at once; there are no lockstep batches.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=1
+	// +optional
+	ParallelNodes int32 `json:"parallelNodes,omitempty"`
+
+	// MaxUnavailable bounds the selected nodes out of service for any
+	// reason (cordoned by anyone, NotReady, quarantined, out for other
+	// reasons, or in flight): a count or a percentage such as "10%".
+	// A percentage rounds down but never below one node.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxUnavailable must be a count >= 1 or a percentage from 1% to 100%"
+	// +kubebuilder:default=1
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Windows are the maintenance windows in which a node may start. None
+	// means always. A node already in flight finishes outside its window.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+
+	// Freezes are periods when no node may start, windows or not.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Freezes []FreezePeriod `json:"freezes,omitempty"`
+
+	// Paused starts no new node; nodes in flight finish.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Abort starts no new node and rolls back every node that has left
+	// Pending and not already failed, Done ones included.
+	// +optional
+	Abort bool `json:"abort,omitempty"`
+
+	// FailureBudget is how many nodes may fail; one more stops the rollout
+	// (Stalled, BudgetExhausted). Zero stops it at the first failure.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	FailureBudget int32 `json:"failureBudget"`
+
+	// Soak is how long a validated node runs on the new driver with no
+	// health signal before it is Done.
+	// +kubebuilder:default="30m"
+	// +optional
+	Soak metav1.Duration `json:"soak,omitzero"`
+
+	// Timeouts bound each step of a node.
+	// +optional
+	Timeouts StepTimeouts `json:"timeouts,omitzero"`
+
+	// Health names the signals that fail a node during its soak.
+	// +optional
+	Health HealthSources `json:"health,omitzero"`
+
+	// Quarantine is put on a node whose rollback failed too, to keep it out
+	// of service until someone looks at it.
+	// +optional
+	Quarantine QuarantineSpec `json:"quarantine,omitzero"`
+
+	// OutOfService selects nodes that count as out for other reasons, e.g.
+	// a remediation label; they count against maxUnavailable and are not
+	// started while they match.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	OutOfService []metav1.LabelSelector `json:"outOfService,omitempty"`
+}
+
+// CanarySpec picks the canary nodes, by count or by name.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.count) && self.count > 0 && has(self.nodes) && size(self.nodes) > 0)",message="canary count and canary nodes are mutually exclusive"
+type CanarySpec struct {
+	// Count is how many of the selected nodes (in name order) go first.
+	// Zero means no canary, and then no approval is needed.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Count *int32 `json:"count,omitempty"`
+
+	// Nodes names the canary nodes.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// AutoApproveAfterSoak lets the rollout past the canary without
+	// approval once every canary node soaked clean.
+	// +optional
+	AutoApproveAfterSoak bool `json:"autoApproveAfterSoak,omitempty"`
+}
+
+// Weekday is a day of a maintenance window.
+//
+// +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+type Weekday string
+
+// Weekdays.
+const (
+	Monday    Weekday = "Mon"
+	Tuesday   Weekday = "Tue"
+	Wednesday Weekday = "Wed"
+	Thursday  Weekday = "Thu"
+	Friday    Weekday = "Fri"
+	Saturday  Weekday = "Sat"
+	Sunday    Weekday = "Sun"
+)
+
+// MaintenanceWindow is a recurring period in which nodes may start.
+//
+// +kubebuilder:validation:XValidation:rule="self.start != self.end",message="a window's start must differ from its end"
+type MaintenanceWindow struct {
+	// Days the window opens on; none means every day. A window that
+	// crosses midnight belongs to the day it opens on.
+	// +kubebuilder:validation:MaxItems=7
+	// +listType=set
+	// +optional
+	Days []Weekday `json:"days,omitempty"`
+
+	// Start is "HH:MM" in TimeZone.
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+
+	// End is "HH:MM" in TimeZone; an End before Start crosses midnight.
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	End string `json:"end"`
+
+	// TimeZone is an IANA name such as "Europe/Paris"; empty means UTC.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$`
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// FreezePeriod is a period when no node may start.
+//
+// +kubebuilder:validation:XValidation:rule="self.end > self.start",message="a freeze must end after it starts"
+type FreezePeriod struct {
+	// Start is when the freeze begins.
+	// +kubebuilder:validation:Format=date-time
+	Start metav1.Time `json:"start"`
+	// End is when it ends.
+	// +kubebuilder:validation:Format=date-time
+	End metav1.Time `json:"end"`
+	// Reason says why, for messages.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// StepTimeouts bound each step of a node; a step that overruns fails the node.
+type StepTimeouts struct {
+	// Drain is how long evicting the node's pods may take.
+	// +kubebuilder:default="30m"
+	// +optional
+	Drain metav1.Duration `json:"drain,omitzero"`
+	// Install is how long the driver pod may take to become Ready, for the
+	// new driver and for a rollback.
+	// +kubebuilder:default="20m"
+	// +optional
+	Install metav1.Duration `json:"install,omitzero"`
+	// Validate is how long the node may take to report the new version.
+	// +kubebuilder:default="10m"
+	// +optional
+	Validate metav1.Duration `json:"validate,omitzero"`
+}
+
+// HealthSources name the signals that fail a node during its soak.
+type HealthSources struct {
+	// NodeConditions are node condition types that fail a node when True,
+	// e.g. GpuXidError set by a node problem detector.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	NodeConditions []string `json:"nodeConditions,omitempty"`
+
+	// EventReasons are reasons of Events on the node that fail it, e.g.
+	// XidError, EccDoubleBitError.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	EventReasons []string `json:"eventReasons,omitempty"`
+
+	// Prometheus is an optional query over DCGM exporter metrics.
+	// +optional
+	Prometheus *PrometheusCheck `json:"prometheus,omitempty"`
+}
+
+// PrometheusCheck fails a node when its query returns a non-zero value for
+// the node over the soak.
+type PrometheusCheck struct {
+	// URL is the Prometheus server.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// Query is a PromQL expression; "$node" stands for the node name.
+	// DCGM_FI_DEV_XID_ERRORS is a last-value gauge, so compare over the soak
+	// (e.g. changes(...[$soak])), not once.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+}
+
+// QuarantineSpec is what marks a quarantined node.
+type QuarantineSpec struct {
+	// Labels are set on a quarantined node.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Taint is put on a quarantined node; the default keeps every pod off.
+	// +optional
+	Taint *corev1.Taint `json:"taint,omitempty"`
+}

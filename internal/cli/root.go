@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are the command's standard input and outputs, passed explicitly so
+// tests can capture them.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Main runs gpufleet with args and returns the process exit code.
+func Main(args []string, in io.Reader, out, errOut io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, Streams{In: in, Out: out, Err: errOut})
+}
+
+// Run executes one command line against streams and returns the exit code.
+func Run(ctx context.Context, args []string, s Streams) int {
+	root := NewRootCommand(s)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && isUsageError(err) {
+		err = withCode(ExitUsage, err)
+	}
+	if err != nil {
+		var sf silentFailure
+		if !errors.As(err, &sf) {
+			fmt.Fprintf(s.Err, "gpufleet: %v\n", err)
+		}
+	}
+	return exitCode(err)
+}
+
+// isUsageError recognises the command-line errors cobra returns as plain
+// errors (an unknown command, a wrong number of arguments).
+func isUsageError(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command") || strings.Contains(msg, "arg(s), received") || strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "required flag")
+}
+
+// NewRootCommand builds the gpufleet command tree.
+func NewRootCommand(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpufleet",
+		Short: "Upgrade the GPU software stack across a fleet of Kubernetes clusters, from Git, with Flux",
+		Long: `gpufleet upgrades NVIDIA GPU Operator, Network Operator and GPU driver releases
+across a fleet of Kubernetes clusters. One file, fleet.toml, says which releases
+exist and which clusters run what; gpufleet renders every cluster's Flux folder
+from it, and rolls drivers out wave by wave.
+
+Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
+2 bad command line, 3 could not check (unreachable, unreadable, timeout).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return withCode(ExitUsage, err)
+	})
+
+	root.AddCommand(newRenderCommand(s))
+	return root
+}

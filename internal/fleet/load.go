@@ -1,0 +1,152 @@
+package fleet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// rawFile is the fleet file as decoded, before validation.
+type rawFile struct {
+	Charts    Charts              `toml:"charts"`
+	Releases  map[string]*Release `toml:"releases"`
+	Clusters  map[string]*Cluster `toml:"clusters"`
+	Waves     []*Wave             `toml:"waves"`
+	Policy    rawPolicy           `toml:"policy"`
+	Promotion Promotion           `toml:"promotion"`
+}
+
+// Load reads and validates the fleet file at path. Invalid input returns
+// Problems listing everything wrong with it.
+func Load(path string) (*Fleet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read fleet file: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates data as a fleet file; name is used in messages.
+func Parse(name string, data []byte) (*Fleet, error) {
+	probs := &problemList{file: name, pos: indexPositions(data)}
+
+	var raw rawFile
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		var strict *toml.StrictMissingError
+		var decErr *toml.DecodeError
+		switch {
+		case errors.As(err, &strict):
+			// Every unknown key is reported; the known ones decoded fine,
+			// so validation goes on and reports the rest too.
+			for _, e := range strict.Errors {
+				line, col := e.Position()
+				probs.addAt(line, col, probs.pos.keyFor(line, e.Key()), "unknown key")
+			}
+		case errors.As(err, &decErr):
+			// A syntax or type error stops decoding: nothing after it can
+			// be trusted.
+			line, col := decErr.Position()
+			probs.addAt(line, col, probs.pos.keyFor(line, decErr.Key()), cleanDecodeMessage(decErr.Error()))
+			return nil, probs.list.sorted()
+		default:
+			probs.addAt(0, 0, "", err.Error())
+			return nil, probs.list.sorted()
+		}
+	}
+
+	f := &Fleet{
+		Path:      name,
+		Source:    data,
+		positions: probs.pos,
+		Charts:    raw.Charts,
+		Releases:  orEmpty(raw.Releases),
+		Clusters:  orEmpty(raw.Clusters),
+		Waves:     raw.Waves,
+		Promotion: raw.Promotion,
+		policy:    raw.Policy,
+	}
+	f.validate(probs)
+	if len(probs.list) > 0 {
+		return nil, probs.list.sorted()
+	}
+	return f, nil
+}
+
+func orEmpty[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return map[string]V{}
+	}
+	return m
+}
+
+// keyFor names a key the decoder reported on line the way the position
+// index does, with array indices.
+func (p positionIndex) keyFor(line int, k toml.Key) string {
+	if len(k) > 0 {
+		if key, ok := p.keyOnLine(line, joinKey("", k[len(k)-1])); ok {
+			return key
+		}
+	}
+	path := ""
+	for _, part := range k {
+		path = joinKey(path, part)
+	}
+	return path
+}
+
+// cleanDecodeMessage turns go-toml's wording into ours.
+func cleanDecodeMessage(msg string) string {
+	msg = strings.TrimPrefix(msg, "toml: ")
+	// "cannot decode TOML string into struct field fleet.Pool.Nodes of type int"
+	if i := strings.Index(msg, " into struct field "); i >= 0 && strings.HasPrefix(msg, "cannot decode TOML ") {
+		got := strings.TrimPrefix(msg[:i], "cannot decode TOML ")
+		want := msg[strings.LastIndex(msg, " of type ")+len(" of type "):]
+		return fmt.Sprintf("wrong type: got a %s, want %s", got, typeWord(want))
+	}
+	return msg
+}
+
+func typeWord(goType string) string {
+	switch strings.TrimPrefix(goType, "*") {
+	case "int", "int64":
+		return "an integer"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "[]string":
+		return "an array of strings"
+	}
+	if strings.HasPrefix(goType, "[]") {
+		return "an array"
+	}
+	if strings.HasPrefix(goType, "map[") || strings.Contains(goType, ".") {
+		return "a table"
+	}
+	return goType
+}
+
+// ReleaseNames returns the release names, sorted.
+func (f *Fleet) ReleaseNames() []string { return sortedKeys(f.Releases) }
+
+// ClusterNames returns the cluster names, sorted.
+func (f *Fleet) ClusterNames() []string { return sortedKeys(f.Clusters) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Position returns where key is written in the fleet file (see Problem.Key
+// for the key syntax); 0, 0 when it is not.
+func (f *Fleet) Position(key string) (line, col int) { return f.positions.lookup(key) }

@@ -1,0 +1,261 @@
+package fleet
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustRead(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestLoadExample(t *testing.T) {
+	f, err := Load("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatalf("the example fleet must be valid:\n%v", err)
+	}
+	if got, want := f.ClusterNames(), []string{"prod-a100", "prod-h100-a", "prod-h100-b", "stg-h100"}; !cmp.Equal(got, want) {
+		t.Errorf("clusters: %s", cmp.Diff(want, got))
+	}
+	if got, want := len(f.ReleaseNames()), 3; got != want {
+		t.Errorf("releases: got %d, want %d", got, want)
+	}
+	if !f.Releases["r2026-10-drill"].ExpectFailure {
+		t.Error("the drill release must be marked expect-failure")
+	}
+	if f.Charts.Mode != ModeHelmRelease {
+		t.Errorf("chart mode defaults to %q, got %q", ModeHelmRelease, f.Charts.Mode)
+	}
+}
+
+func TestParseReportsEveryProblemWithPosition(t *testing.T) {
+	base := mustRead(t, "testdata/minimal.toml")
+	tests := []struct {
+		name string
+		// edit turns the minimal valid fleet into the bad input.
+		edit func(string) string
+		want []string
+	}{
+		{
+			name: "unknown keys, all of them",
+			edit: func(s string) string {
+				s = strings.Replace(s, `nodes = 4`+"\n", `nodes = 4`+"\n"+`nodeSelecter = "x"`+"\n", 1)
+				return strings.Replace(s, "[policy]\n", "[policy]\nsoak-time = \"1h\"\n", 1)
+			},
+			want: []string{
+				`f.toml:18:1: clusters.stg.pools[0].nodeSelecter: unknown key`,
+				`f.toml:49:1: policy.soak-time: unknown key`,
+			},
+		},
+		{
+			name: "wrong type stops decoding",
+			edit: func(s string) string { return strings.Replace(s, "nodes = 8", `nodes = "eight"`, 1) },
+			want: []string{
+				`f.toml:26:9: clusters.prod-a.pools[0].nodes: wrong type: got a string, want an integer`,
+			},
+		},
+		{
+			name: "syntax error",
+			edit: func(s string) string { return strings.Replace(s, "[policy]", "[policy", 1) },
+			want: []string{
+				`f.toml:47:8: expected ']' to close table name`,
+			},
+		},
+		{
+			name: "unknown references",
+			edit: func(s string) string {
+				s = strings.Replace(s, `clusters = ["stg"]`, `clusters = ["stg", "stagin"]`, 1)
+				return strings.Replace(s, `stable = "r1"`, `stable = "r3"`, 1)
+			},
+			want: []string{
+				`f.toml:39:20: waves[0].clusters[1]: unknown cluster "stagin" (known: prod-a, prod-b, stg)`,
+				`f.toml:51:1: promotion.stable: unknown release "r3" (did you mean "r1"?)`,
+			},
+		},
+		{
+			name: "cluster in two waves",
+			edit: func(s string) string {
+				return strings.Replace(s, `clusters = ["stg"]`, `clusters = ["stg", "prod-b"]`, 1)
+			},
+			want: []string{
+				`f.toml:43:23: waves[1].clusters[1]: cluster "prod-b" is in two waves: "staging" and "prod"`,
+			},
+		},
+		{
+			name: "cluster in no wave",
+			edit: func(s string) string {
+				return strings.Replace(s, `clusters = ["prod-a", "prod-b"]`, `clusters = ["prod-a"]`, 1)
+			},
+			want: []string{
+				`f.toml:28:2: clusters.prod-b: cluster "prod-b" is in no wave: add it to one [[waves]] clusters list`,
+			},
+		},
+		{
+			name: "duplicate names",
+			edit: func(s string) string {
+				s = strings.Replace(s, `name = "prod"`+"\n", `name = "staging"`+"\n", 1)
+				return strings.Replace(s, "[[waves]]", "[[clusters.prod-b.pools]]\nname = \"a100\"\nproduct = \"NVIDIA-A100-SXM4-80GB\"\nnodes = 2\n\n[[waves]]", 1)
+			},
+			want: []string{
+				`f.toml:38:1: clusters.prod-b.pools[1].name: duplicate pool name "a100" (also pools[0])`,
+				`f.toml:47:1: waves[1].name: duplicate wave name "staging" (also waves[0])`,
+			},
+		},
+		{
+			name: "canary not in its wave, pause without canary",
+			edit: func(s string) string {
+				s = strings.Replace(s, `canary = "prod-a"`, `canary = "stg"`, 1)
+				return strings.Replace(s, `clusters = ["stg"]`, "clusters = [\"stg\"]\npause-after-canary = true", 1)
+			},
+			want: []string{
+				`f.toml:40:1: waves[0].pause-after-canary: pause-after-canary needs a canary cluster in wave "staging"`,
+				`f.toml:45:1: waves[1].canary: canary "stg" is not one of the wave's clusters [prod-a prod-b]`,
+			},
+		},
+		{
+			name: "malformed versions and durations",
+			edit: func(s string) string {
+				s = strings.Replace(s, `gpu-operator = "v25.3.4"`, `gpu-operator = "25.3"`, 1)
+				s = strings.Replace(s, `driver = "580.95.05"`, `driver = "latest"`, 1)
+				return strings.Replace(s, "[policy]\n", "[policy]\nsoak = \"30 minutes\"\nmax-unavailable = \"150%\"\n", 1)
+			},
+			want: []string{
+				`f.toml:2:1: releases.r1.gpu-operator: "25.3" is not a chart version such as v25.10.1`,
+				`f.toml:9:1: releases.r2.driver: "latest" is not a driver version such as 580.95.05`,
+				`f.toml:48:1: policy.soak: "30 minutes" is not a duration: use e.g. 30m, 2h or 1h30m`,
+				`f.toml:49:1: policy.max-unavailable: "150%" must be between 1% and 100%`,
+			},
+		},
+		{
+			name: "windows",
+			edit: func(s string) string {
+				return strings.Replace(s, "[promotion]", "[[policy.windows]]\ndays = [\"Mon\", \"Funday\"]\nstart = \"22:00\"\nend = \"22:00\"\ntime-zone = \"Mars/Olympus\"\n\n[promotion]", 1)
+			},
+			want: []string{
+				`f.toml:51:16: policy.windows[0].days[1]: "Funday" is not a day: use Mon, Tue, Wed, Thu, Fri, Sat or Sun`,
+				`f.toml:53:1: policy.windows[0].end: start and end are both 22:00: a window must have a length`,
+				`f.toml:54:1: policy.windows[0].time-zone: unknown time zone "Mars/Olympus"`,
+			},
+		},
+		{
+			name: "policy overrides for unknown environment and cluster",
+			edit: func(s string) string {
+				return strings.Replace(s, "[promotion]", "[policy.environments.production]\nsoak = \"2h\"\n[policy.clusters.prod-c]\nparallel-nodes = 0\n\n[promotion]", 1)
+			},
+			want: []string{
+				`f.toml:50:2: policy.environments.production: no cluster has environment "production" (known: prod, staging)`,
+				`f.toml:52:2: policy.clusters.prod-c: unknown cluster "prod-c" (did you mean "prod-a"?)`,
+				`f.toml:53:1: policy.clusters.prod-c.parallel-nodes: parallel-nodes must be at least 1, got 0`,
+			},
+		},
+		{
+			name: "canary as large as the cluster",
+			edit: func(s string) string { return strings.Replace(s, "[policy]\n", "[policy]\ncanary-nodes = 4\n", 1) },
+			want: []string{
+				`f.toml:48:1: policy.canary-nodes: canary-nodes (4) must be fewer than the 4 nodes of cluster "prod-b"`,
+				`f.toml:48:1: policy.canary-nodes: canary-nodes (4) must be fewer than the 4 nodes of cluster "stg"`,
+			},
+		},
+		{
+			name: "promotion state",
+			edit: func(s string) string {
+				return strings.Replace(s, `stable = "r1"`, "stable = \"r1\"\nrollout = { release = \"r2\", wave = \"staging\", stage = \"canary\" }\napproved = [\"r2-prod\"]", 1)
+			},
+			want: []string{
+				`f.toml:52:47: promotion.rollout.stage: wave "staging" has no canary cluster, so it has no canary stage`,
+				`f.toml:53:13: promotion.approved[0]: "r2-prod" is not an approval: use RELEASE/WAVE or RELEASE/CLUSTER, e.g. r2026-08/prod-h100`,
+			},
+		},
+		{
+			name: "empty fleet",
+			edit: func(string) string { return "" },
+			want: []string{
+				`f.toml: clusters: the fleet has no clusters: add at least one [clusters.<name>] table`,
+				`f.toml: promotion: stable is required: the release every cluster runs when no rollout has reached it`,
+				`f.toml: releases: the fleet has no releases: add at least one [releases.<name>] table`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("f.toml", []byte(tt.edit(base)))
+			var probs Problems
+			if !errors.As(err, &probs) {
+				t.Fatalf("want Problems, got %v", err)
+			}
+			var got []string
+			for _, p := range probs {
+				got = append(got, p.String())
+			}
+			if os.Getenv("DUMP") != "" {
+				for _, g := range got {
+					t.Logf("%q", g)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPolicyOverrides(t *testing.T) {
+	f, err := Load("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stg, prod, a100 := f.PolicyFor("stg-h100"), f.PolicyFor("prod-h100-b"), f.PolicyFor("prod-a100")
+	if stg.ParallelNodes != 2 || stg.MaxUnavailable != (Amount{Value: 25, Percent: true}) || len(stg.Windows) != 0 {
+		t.Errorf("staging keeps [policy]: %+v", stg)
+	}
+	if prod.ParallelNodes != 1 || prod.MaxUnavailable != (Amount{Value: 2}) || prod.Soak != 2*time.Hour || len(prod.Windows) != 1 || len(prod.Freezes) != 1 {
+		t.Errorf("prod takes its environment's overrides: %+v", prod)
+	}
+	if a100.InstallTimeout != 30*time.Minute || a100.Soak != 2*time.Hour || prod.InstallTimeout != 20*time.Minute {
+		t.Errorf("a cluster's own override applies on top of its environment's: %+v", a100)
+	}
+	if got := (Amount{Value: 25, Percent: true}).Of(10); got != 2 {
+		t.Errorf("25%% of 10 nodes: got %d, want 2", got)
+	}
+	if got := (Amount{Value: 25, Percent: true}).Of(2); got != 1 {
+		t.Errorf("a percentage never rounds to zero nodes: got %d", got)
+	}
+}
+
+func TestReleaseFor(t *testing.T) {
+	base := mustRead(t, "testdata/minimal.toml")
+	tests := []struct {
+		rollout string
+		want    map[string]string
+	}{
+		{"", map[string]string{"stg": "r1", "prod-a": "r1", "prod-b": "r1"}},
+		{`rollout = { release = "r2", wave = "staging" }`, map[string]string{"stg": "r2", "prod-a": "r1", "prod-b": "r1"}},
+		{`rollout = { release = "r2", wave = "prod", stage = "canary" }`, map[string]string{"stg": "r2", "prod-a": "r2", "prod-b": "r1"}},
+		{`rollout = { release = "r2", wave = "prod" }`, map[string]string{"stg": "r2", "prod-a": "r2", "prod-b": "r2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rollout, func(t *testing.T) {
+			f, err := Parse("f.toml", []byte(strings.Replace(base, `stable = "r1"`, "stable = \"r1\"\n"+tt.rollout, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, c := range f.ClusterNames() {
+				got[c] = f.ReleaseFor(c).Name
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("releases (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,309 @@
+package fleet
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // windows name IANA time zones; a minimal host may lack the database
+)
+
+// rawPolicy is [policy]: fleet-wide settings, then overrides per
+// environment and per cluster, applied in that order.
+type rawPolicy struct {
+	rawPolicySettings
+	Environments map[string]rawPolicySettings `toml:"environments"`
+	Clusters     map[string]rawPolicySettings `toml:"clusters"`
+}
+
+// rawPolicySettings are optional so that an override sets only what it
+// changes. A list (windows, freezes) in an override replaces the inherited one.
+type rawPolicySettings struct {
+	CanaryNodes       *int        `toml:"canary-nodes"`
+	AutoApproveCanary *bool       `toml:"auto-approve-canary"`
+	ParallelNodes     *int        `toml:"parallel-nodes"`
+	MaxUnavailable    any         `toml:"max-unavailable"`
+	Soak              *string     `toml:"soak"`
+	FailureBudget     *int        `toml:"failure-budget"`
+	DrainTimeout      *string     `toml:"drain-timeout"`
+	InstallTimeout    *string     `toml:"install-timeout"`
+	ValidateTimeout   *string     `toml:"validate-timeout"`
+	Windows           []rawWindow `toml:"windows"`
+	Freezes           []rawFreeze `toml:"freezes"`
+	Health            *rawHealth  `toml:"health"`
+}
+
+type rawWindow struct {
+	Days     []string `toml:"days"`
+	Start    string   `toml:"start"`
+	End      string   `toml:"end"`
+	TimeZone string   `toml:"time-zone"`
+}
+
+type rawFreeze struct {
+	Start  time.Time `toml:"start"`
+	End    time.Time `toml:"end"`
+	Reason string    `toml:"reason"`
+}
+
+type rawHealth struct {
+	NodeConditions  []string `toml:"node-conditions"`
+	EventReasons    []string `toml:"event-reasons"`
+	PrometheusURL   string   `toml:"prometheus-url"`
+	PrometheusQuery string   `toml:"prometheus-query"`
+}
+
+// DefaultPolicy is the policy of a fleet file whose [policy] says nothing:
+// one canary node, one node at a time, half an hour of soak, no failure
+// tolerated, health judged by the conditions and events a GPU node problem
+// detector reports.
+func DefaultPolicy() Policy {
+	return Policy{
+		CanaryNodes:     1,
+		ParallelNodes:   1,
+		MaxUnavailable:  Amount{Value: 1},
+		Soak:            30 * time.Minute,
+		FailureBudget:   0,
+		DrainTimeout:    15 * time.Minute,
+		InstallTimeout:  20 * time.Minute,
+		ValidateTimeout: 10 * time.Minute,
+		Health: Health{
+			NodeConditions: []string{"GpuXidError", "GpuEccError"},
+			EventReasons:   []string{"XidError", "EccError"},
+		},
+	}
+}
+
+// PolicyFor returns the policy in force for cluster: [policy], then the
+// cluster's environment's overrides, then the cluster's own.
+func (f *Fleet) PolicyFor(cluster string) Policy {
+	p := DefaultPolicy()
+	// Validation already reported every problem, so errors are ignored here.
+	_ = applySettings(&p, f.policy.rawPolicySettings, nil, "")
+	if c, ok := f.Clusters[cluster]; ok {
+		if env, ok := f.policy.Environments[c.Environment]; ok {
+			_ = applySettings(&p, env, nil, "")
+		}
+	}
+	if own, ok := f.policy.Clusters[cluster]; ok {
+		_ = applySettings(&p, own, nil, "")
+	}
+	return p
+}
+
+func (f *Fleet) validatePolicy(probs *problemList) {
+	var p Policy
+	applySettings(&p, f.policy.rawPolicySettings, probs, "policy")
+	envs := map[string]bool{}
+	for _, c := range f.Clusters {
+		envs[c.Environment] = true
+	}
+	for _, env := range sortedKeys(f.policy.Environments) {
+		key := joinKey("policy.environments", env)
+		if !envs[env] {
+			probs.add(key, "no cluster has environment %q%s", env, suggest(env, sortedKeys(envs)))
+		}
+		applySettings(&p, f.policy.Environments[env], probs, key)
+	}
+	for _, c := range sortedKeys(f.policy.Clusters) {
+		key := joinKey("policy.clusters", c)
+		if _, ok := f.Clusters[c]; !ok {
+			probs.add(key, "unknown cluster %q%s", c, suggest(c, f.ClusterNames()))
+		}
+		applySettings(&p, f.policy.Clusters[c], probs, key)
+	}
+	// Per cluster: a canary as large as the cluster would leave nothing to
+	// approve; report it at the key that set it.
+	for _, name := range f.ClusterNames() {
+		c := f.Clusters[name]
+		total := 0
+		for _, pool := range c.Pools {
+			total += pool.Nodes
+		}
+		if pol := f.PolicyFor(name); total > 0 && pol.CanaryNodes >= total && total > 1 {
+			probs.add(f.policyKeyFor(name, "canary-nodes"), "canary-nodes (%d) must be fewer than the %d nodes of cluster %q", pol.CanaryNodes, total, name)
+		}
+	}
+}
+
+// policyKeyFor returns the most specific key that sets field for cluster.
+func (f *Fleet) policyKeyFor(cluster, field string) string {
+	for _, key := range []string{joinKey("policy.clusters", cluster), joinKey("policy.environments", f.Clusters[cluster].Environment), "policy"} {
+		if _, ok := f.positions.at[key+"."+field]; ok {
+			return key + "." + field
+		}
+	}
+	return joinKey("clusters", cluster)
+}
+
+// applySettings overlays s onto p. With probs set it also reports every
+// invalid setting under the key prefix; it returns whether all were valid.
+func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix string) bool {
+	ok := true
+	bad := func(field, format string, args ...any) {
+		ok = false
+		if probs != nil {
+			probs.add(prefix+"."+field, format, args...)
+		}
+	}
+	setInt := func(dst *int, v *int, field string, lowest int) {
+		if v == nil {
+			return
+		}
+		if *v < lowest {
+			bad(field, "%s must be at least %d, got %d", field, lowest, *v)
+			return
+		}
+		*dst = *v
+	}
+	setDuration := func(dst *time.Duration, v *string, field string) {
+		if v == nil {
+			return
+		}
+		d, err := time.ParseDuration(*v)
+		if err != nil || d <= 0 {
+			bad(field, "%q is not a duration: use e.g. 30m, 2h or 1h30m", *v)
+			return
+		}
+		*dst = d
+	}
+	setInt(&p.CanaryNodes, s.CanaryNodes, "canary-nodes", 0)
+	setInt(&p.ParallelNodes, s.ParallelNodes, "parallel-nodes", 1)
+	setInt(&p.FailureBudget, s.FailureBudget, "failure-budget", 0)
+	if s.AutoApproveCanary != nil {
+		p.AutoApproveCanary = *s.AutoApproveCanary
+	}
+	if s.MaxUnavailable != nil {
+		if a, err := parseAmount(s.MaxUnavailable); err != nil {
+			bad("max-unavailable", "%v", err)
+		} else {
+			p.MaxUnavailable = a
+		}
+	}
+	setDuration(&p.Soak, s.Soak, "soak")
+	setDuration(&p.DrainTimeout, s.DrainTimeout, "drain-timeout")
+	setDuration(&p.InstallTimeout, s.InstallTimeout, "install-timeout")
+	setDuration(&p.ValidateTimeout, s.ValidateTimeout, "validate-timeout")
+	if s.Windows != nil {
+		p.Windows = nil
+		for i, w := range s.Windows {
+			win, errs := parseWindow(w)
+			for _, e := range errs {
+				bad(fmt.Sprintf("windows[%d].%s", i, e.field), "%s", e.msg)
+			}
+			if len(errs) == 0 {
+				p.Windows = append(p.Windows, win)
+			}
+		}
+	}
+	if s.Freezes != nil {
+		p.Freezes = nil
+		for i, fr := range s.Freezes {
+			switch {
+			case fr.Start.IsZero() || fr.End.IsZero():
+				bad(fmt.Sprintf("freezes[%d]", i), "a freeze needs start and end as date-times, e.g. 2026-12-20T00:00:00Z")
+			case !fr.End.After(fr.Start):
+				bad(fmt.Sprintf("freezes[%d].end", i), "end %s is not after start %s", fr.End.Format(time.RFC3339), fr.Start.Format(time.RFC3339))
+			default:
+				p.Freezes = append(p.Freezes, Freeze{Start: fr.Start.UTC(), End: fr.End.UTC(), Reason: fr.Reason})
+			}
+		}
+	}
+	if s.Health != nil {
+		h := s.Health
+		if h.NodeConditions != nil {
+			p.Health.NodeConditions = h.NodeConditions
+		}
+		if h.EventReasons != nil {
+			p.Health.EventReasons = h.EventReasons
+		}
+		if (h.PrometheusURL == "") != (h.PrometheusQuery == "") {
+			bad("health", "prometheus-url and prometheus-query go together: set both or neither")
+		} else if h.PrometheusURL != "" {
+			if !strings.HasPrefix(h.PrometheusURL, "http://") && !strings.HasPrefix(h.PrometheusURL, "https://") {
+				bad("health.prometheus-url", "%q is not an http(s) URL", h.PrometheusURL)
+			}
+			p.Health.PrometheusURL, p.Health.PrometheusQuery = h.PrometheusURL, h.PrometheusQuery
+		}
+	}
+	return ok
+}
+
+var percent = regexp.MustCompile(`^([0-9]+)%$`)
+
+// parseAmount accepts an integer node count or a "NN%" string.
+func parseAmount(v any) (Amount, error) {
+	switch x := v.(type) {
+	case int64:
+		if x < 1 {
+			return Amount{}, fmt.Errorf("max-unavailable must be at least 1, got %d (0 would never let a node start)", x)
+		}
+		return Amount{Value: int(x)}, nil
+	case string:
+		m := percent.FindStringSubmatch(x)
+		if m == nil {
+			return Amount{}, fmt.Errorf("%q is not a node count or a percentage such as \"25%%\"", x)
+		}
+		n, _ := strconv.Atoi(m[1])
+		if n < 1 || n > 100 {
+			return Amount{}, fmt.Errorf("%q must be between 1%% and 100%%", x)
+		}
+		return Amount{Value: n, Percent: true}, nil
+	default:
+		return Amount{}, fmt.Errorf("max-unavailable must be an integer or a percentage string, got %T", v)
+	}
+}
+
+// Of resolves the amount against total nodes; a percentage rounds down but
+// never below one node, so a small pool can still make progress.
+func (a Amount) Of(total int) int {
+	if !a.Percent {
+		return a.Value
+	}
+	return max(1, total*a.Value/100)
+}
+
+type fieldError struct{ field, msg string }
+
+var (
+	clock    = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	weekdays = map[string]time.Weekday{
+		"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
+		"thu": time.Thursday, "fri": time.Friday, "sat": time.Saturday,
+	}
+)
+
+func parseWindow(w rawWindow) (Window, []fieldError) {
+	var errs []fieldError
+	win := Window{Start: w.Start, End: w.End, TimeZone: w.TimeZone}
+	if len(w.Days) == 0 {
+		errs = append(errs, fieldError{"days", "a window needs days, e.g. [\"Mon\", \"Tue\"]"})
+	}
+	for i, d := range w.Days {
+		wd, ok := weekdays[strings.ToLower(d)]
+		if !ok && len(d) > 3 {
+			wd, ok = weekdays[strings.ToLower(d[:3])]
+			ok = ok && strings.EqualFold(d, wd.String())
+		}
+		if !ok {
+			errs = append(errs, fieldError{fmt.Sprintf("days[%d]", i), fmt.Sprintf("%q is not a day: use Mon, Tue, Wed, Thu, Fri, Sat or Sun", d)})
+			continue
+		}
+		win.Days = append(win.Days, wd)
+	}
+	for _, c := range []struct{ field, v string }{{"start", w.Start}, {"end", w.End}} {
+		if !clock.MatchString(c.v) {
+			errs = append(errs, fieldError{c.field, fmt.Sprintf("%q is not a time of day: use HH:MM, e.g. 22:00", c.v)})
+		}
+	}
+	if w.Start != "" && w.Start == w.End {
+		errs = append(errs, fieldError{"end", fmt.Sprintf("start and end are both %s: a window must have a length", w.Start)})
+	}
+	if w.TimeZone == "" {
+		errs = append(errs, fieldError{"time-zone", "time-zone is required, e.g. UTC or Europe/Berlin"})
+	} else if _, err := time.LoadLocation(w.TimeZone); err != nil {
+		errs = append(errs, fieldError{"time-zone", fmt.Sprintf("unknown time zone %q", w.TimeZone)})
+	}
+	return win, errs
+}

@@ -1,0 +1,183 @@
+package fleet
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// positionIndex maps key paths ("clusters.stg.pools[0].nodes",
+// "waves[1].canary") to the line and column where each is written. The
+// decoder tells where unknown keys and type errors are; this index lets
+// semantic checks (a dangling reference, a duplicate) point at the key too.
+type positionIndex struct {
+	at map[string][2]int
+}
+
+// lookup returns the position of key, or of its nearest enclosing key that
+// the file spells out; 0, 0 when nothing matches.
+func (p positionIndex) lookup(key string) (line, col int) {
+	for key != "" {
+		if lc, ok := p.at[key]; ok {
+			return lc[0], lc[1]
+		}
+		key = parentKey(key)
+	}
+	return 0, 0
+}
+
+// keyOnLine returns the indexed key on line whose last segment is last:
+// the decoder names keys without array indices ("clusters.a.pools.nodes"),
+// the index knows which element ("clusters.a.pools[1].nodes").
+func (p positionIndex) keyOnLine(line int, last string) (string, bool) {
+	best := ""
+	for k, lc := range p.at {
+		if lc[0] != line {
+			continue
+		}
+		if strings.HasSuffix(k, "."+last) || k == last {
+			if best == "" || len(k) < len(best) {
+				best = k
+			}
+		}
+	}
+	return best, best != ""
+}
+
+// parentKey strips the last segment: "a.b[2]" → "a.b", "a.b" → "a".
+func parentKey(key string) string {
+	if strings.HasSuffix(key, "]") {
+		if i := strings.LastIndexByte(key, '['); i >= 0 {
+			return key[:i]
+		}
+	}
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// joinKey appends a key segment, quoting it when it is not a bare key.
+func joinKey(base, seg string) string {
+	if !isBareKey(seg) {
+		seg = fmt.Sprintf("%q", seg)
+	}
+	if base == "" {
+		return seg
+	}
+	return base + "." + seg
+}
+
+func isBareKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// indexPositions parses data and records where every key is. It returns the
+// syntax error, if any, which the decoder will also report.
+func indexPositions(data []byte) positionIndex {
+	idx := positionIndex{at: map[string][2]int{}}
+	lines := lineStarts(data)
+	pos := func(off uint32) [2]int {
+		i := sort.Search(len(lines), func(i int) bool { return lines[i] > int(off) }) - 1
+		return [2]int{i + 1, int(off) - lines[i] + 1}
+	}
+	var p unstable.Parser
+	p.Reset(data)
+	table := ""
+	arrayCount := map[string]int{}
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			path, first := keyPath("", e.Key())
+			if e.Kind == unstable.ArrayTable {
+				n := arrayCount[path]
+				arrayCount[path] = n + 1
+				// Nested tables of earlier elements are renumbered by the
+				// decoder the same way: by order of appearance.
+				path = fmt.Sprintf("%s[%d]", path, n)
+			}
+			table = path
+			if first != nil {
+				idx.setOnce(path, pos(first.Raw.Offset))
+			}
+		case unstable.KeyValue:
+			indexKeyValue(&idx, table, e, pos)
+		}
+	}
+	return idx
+}
+
+func (p *positionIndex) setOnce(key string, lc [2]int) {
+	if _, ok := p.at[key]; !ok {
+		p.at[key] = lc
+	}
+}
+
+func indexKeyValue(idx *positionIndex, base string, kv *unstable.Node, pos func(uint32) [2]int) {
+	path, first := keyPath(base, kv.Key())
+	if first == nil {
+		return
+	}
+	// Every prefix of a dotted key (a.b.c = 1) is a table the file spells.
+	idx.setOnce(path, pos(first.Raw.Offset))
+	indexValue(idx, path, kv.Value(), pos)
+}
+
+func indexValue(idx *positionIndex, path string, v *unstable.Node, pos func(uint32) [2]int) {
+	if v == nil {
+		return
+	}
+	switch v.Kind {
+	case unstable.Array:
+		it := v.Children()
+		for i := 0; it.Next(); i++ {
+			child := it.Node()
+			key := fmt.Sprintf("%s[%d]", path, i)
+			if child.Raw.Length > 0 || child.Raw.Offset > 0 {
+				idx.setOnce(key, pos(child.Raw.Offset))
+			}
+			indexValue(idx, key, child, pos)
+		}
+	case unstable.InlineTable:
+		it := v.Children()
+		for it.Next() {
+			indexKeyValue(idx, path, it.Node(), pos)
+		}
+	}
+}
+
+// keyPath joins the parts of a (possibly dotted) key onto base and returns
+// the first key node, whose position stands for the whole key.
+func keyPath(base string, it unstable.Iterator) (string, *unstable.Node) {
+	var first *unstable.Node
+	path := base
+	for it.Next() {
+		n := it.Node()
+		if first == nil {
+			first = n
+		}
+		path = joinKey(path, string(n.Data))
+	}
+	return path, first
+}
+
+func lineStarts(data []byte) []int {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}

@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+)
+
+// WaveIndex returns the index of the wave named name, or -1.
+func (f *Fleet) WaveIndex(name string) int {
+	for i, w := range f.Waves {
+		if w.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaveOf returns the index of the wave that holds cluster, or -1.
+func (f *Fleet) WaveOf(cluster string) int {
+	for i, w := range f.Waves {
+		if contains(w.Clusters, cluster) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ReleaseFor returns the release cluster should run according to
+// [promotion]: the rollout's release in every wave it has reached (only the
+// canary cluster of a wave at its canary stage), the stable release elsewhere.
+func (f *Fleet) ReleaseFor(cluster string) *Release {
+	if f.Reached(cluster) {
+		return f.Releases[f.Promotion.Rollout.Release]
+	}
+	return f.Releases[f.Promotion.Stable]
+}
+
+// Reached reports whether the rollout under way has reached cluster.
+func (f *Fleet) Reached(cluster string) bool {
+	r := f.Promotion.Rollout
+	if r == nil || r.Release == "" {
+		return false
+	}
+	at, wi := f.WaveIndex(r.Wave), f.WaveOf(cluster)
+	switch {
+	case at < 0 || wi < 0 || wi > at:
+		return false
+	case wi < at:
+		return true
+	case r.Stage == StageCanary:
+		return f.Waves[wi].Canary == cluster
+	default:
+		return true
+	}
+}
+
+// Approved reports whether name (e.g. "r2026-08/prod-h100") is approved.
+func (f *Fleet) Approved(name string) bool { return contains(f.Promotion.Approved, name) }
+
+func (f *Fleet) validatePromotion(probs *problemList) {
+	p := &f.Promotion
+	if p.Stable == "" {
+		probs.add("promotion", "stable is required: the release every cluster runs when no rollout has reached it")
+	} else if _, ok := f.Releases[p.Stable]; !ok {
+		probs.add("promotion.stable", "unknown release %q%s", p.Stable, suggest(p.Stable, f.ReleaseNames()))
+	}
+	if r := p.Rollout; r != nil {
+		switch _, ok := f.Releases[r.Release]; {
+		case r.Release == "":
+			probs.add("promotion.rollout", "rollout needs a release")
+		case !ok:
+			probs.add("promotion.rollout.release", "unknown release %q%s", r.Release, suggest(r.Release, f.ReleaseNames()))
+		case r.Release == p.Stable:
+			probs.add("promotion.rollout.release", "release %q is already the stable release", r.Release)
+		}
+		wi := f.WaveIndex(r.Wave)
+		if wi < 0 {
+			probs.add("promotion.rollout.wave", "unknown wave %q%s", r.Wave, suggest(r.Wave, f.waveNames()))
+		}
+		switch r.Stage {
+		case "":
+			r.Stage = StageAll
+		case StageAll:
+		case StageCanary:
+			if wi >= 0 && f.Waves[wi].Canary == "" {
+				probs.add("promotion.rollout.stage", "wave %q has no canary cluster, so it has no canary stage", r.Wave)
+			}
+		default:
+			probs.add("promotion.rollout.stage", "%q is not a stage: use %q or %q", r.Stage, StageCanary, StageAll)
+		}
+	}
+	for i, a := range p.Approved {
+		key := fmt.Sprintf("promotion.approved[%d]", i)
+		rel, target, ok := strings.Cut(a, "/")
+		if !ok {
+			probs.add(key, "%q is not an approval: use RELEASE/WAVE or RELEASE/CLUSTER, e.g. r2026-08/prod-h100", a)
+			continue
+		}
+		if _, ok := f.Releases[rel]; !ok {
+			probs.add(key, "approval %q names unknown release %q", a, rel)
+		}
+		if _, ok := f.Clusters[target]; !ok && f.WaveIndex(target) < 0 {
+			probs.add(key, "approval %q names neither a wave nor a cluster: %q", a, target)
+		}
+	}
+}
+
+func (f *Fleet) waveNames() []string {
+	names := make([]string, len(f.Waves))
+	for i, w := range f.Waves {
+		names[i] = w.Name
+	}
+	return names
+}

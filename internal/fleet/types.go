@@ -1,0 +1,179 @@
+package fleet
+
+import "time"
+
+// DefaultChartRepository is where the NVIDIA GPU Operator and Network
+// Operator charts come from unless [charts] says otherwise.
+const DefaultChartRepository = "https://helm.ngc.nvidia.com/nvidia"
+
+// Fleet is a validated fleet file. Build it with Load or Parse.
+type Fleet struct {
+	// Path is the file the fleet was read from, for messages.
+	Path string
+
+	Charts    Charts
+	Releases  map[string]*Release
+	Clusters  map[string]*Cluster
+	Waves     []*Wave
+	Promotion Promotion
+
+	policy rawPolicy
+	// Source is the file's bytes as read; commands that edit the file
+	// change only the lines they must (see package promote).
+	Source []byte
+	// positions maps a key path such as "waves[1].canary" to where it is.
+	positions positionIndex
+}
+
+// Charts says where the operator charts come from.
+type Charts struct {
+	// Repository is a Helm repository URL (https://...) or an OCI
+	// reference (oci://registry/path). A mirror is one line.
+	Repository string `toml:"repository"`
+	// Mode is how render writes the operators: "helmrelease" (default) or
+	// "manifests" (the charts pre-rendered to plain objects).
+	Mode string `toml:"mode"`
+}
+
+// Chart modes.
+const (
+	ModeHelmRelease = "helmrelease"
+	ModeManifests   = "manifests"
+)
+
+// Release is one version set of the GPU software stack.
+type Release struct {
+	Name string `toml:"-"`
+	// GPUOperator and NetworkOperator are chart versions, e.g. "v25.10.1".
+	GPUOperator     string `toml:"gpu-operator"`
+	NetworkOperator string `toml:"network-operator"`
+	// Driver is the GPU driver version, e.g. "580.95.05".
+	Driver string `toml:"driver"`
+	// ExpectFailure marks a release that is meant to fail (a drill).
+	ExpectFailure bool   `toml:"expect-failure"`
+	Notes         string `toml:"notes"`
+}
+
+// Cluster is one Kubernetes cluster with GPU pools.
+type Cluster struct {
+	Name string `toml:"-"`
+	// Environment groups clusters for policy overrides, e.g. staging, prod.
+	Environment string `toml:"environment"`
+	// Context is the kubeconfig context gate connects through.
+	Context string  `toml:"context"`
+	Pools   []*Pool `toml:"pools"`
+}
+
+// Pool is a set of identical GPU nodes in a cluster.
+type Pool struct {
+	Name string `toml:"name"`
+	// Product is the GPU as GPU Feature Discovery reports it in the
+	// nvidia.com/gpu.product label, e.g. NVIDIA-H100-80GB-HBM3.
+	Product string `toml:"product"`
+	Nodes   int    `toml:"nodes"`
+	// MIG is the mig-manager profile (nvidia.com/mig.config), e.g.
+	// all-1g.10gb; empty when the pool does not use MIG.
+	MIG string `toml:"mig"`
+}
+
+// Wave is an ordered step of a promotion.
+type Wave struct {
+	Name     string   `toml:"name"`
+	Clusters []string `toml:"clusters"`
+	// Canary is one of Clusters that receives the release first.
+	Canary string `toml:"canary"`
+	// PauseAfterCanary holds the rest of the wave until approved.
+	PauseAfterCanary bool `toml:"pause-after-canary"`
+	// RequireApproval means the wave is entered only after approval.
+	RequireApproval bool `toml:"require-approval"`
+}
+
+// Promotion is where the rollout of releases stands. It is the part of the
+// file that start, promote, approve, pause and abort edit; each field sits on
+// its own line so that each command changes as few lines as possible.
+type Promotion struct {
+	// Stable is the release every cluster runs unless a rollout reached it.
+	Stable string `toml:"stable"`
+	// Rollout is the release being rolled out, on one line; nil when none.
+	Rollout *Rollout `toml:"rollout"`
+	// Approved lists approvals by name, e.g. "r2026-08/prod-h100".
+	Approved []string `toml:"approved"`
+	// Paused stops promotion and approvals, and pauses in-cluster rollouts.
+	Paused bool `toml:"paused"`
+}
+
+// Rollout says how far a release has got.
+type Rollout struct {
+	Release string `toml:"release"`
+	// Wave is the last wave the release has reached.
+	Wave string `toml:"wave"`
+	// Stage is "canary" while only the wave's canary cluster has the
+	// release, "all" (the default) once the whole wave has it.
+	Stage string `toml:"stage"`
+}
+
+// Rollout stages.
+const (
+	StageCanary = "canary"
+	StageAll    = "all"
+)
+
+// Policy is the node rollout policy in force for one cluster: the fleet's
+// [policy] with its environment's and then its own overrides applied.
+type Policy struct {
+	// CanaryNodes upgrade first and alone; then the rollout waits for approval.
+	CanaryNodes int
+	// AutoApproveCanary lets the rollout pass its canary after a clean soak.
+	AutoApproveCanary bool
+	// ParallelNodes is how many nodes may be in flight at once.
+	ParallelNodes int
+	// MaxUnavailable bounds the nodes out of service for any reason.
+	MaxUnavailable Amount
+	Soak           time.Duration
+	// FailureBudget is how many nodes may fail before the rollout stops.
+	FailureBudget   int
+	DrainTimeout    time.Duration
+	InstallTimeout  time.Duration
+	ValidateTimeout time.Duration
+	// Windows are when nodes may start; none means always.
+	Windows []Window
+	// Freezes are periods when nothing may start, windows or not.
+	Freezes []Freeze
+	Health  Health
+}
+
+// Amount is a node count or a percentage of the nodes.
+type Amount struct {
+	Value   int
+	Percent bool
+}
+
+// String formats the amount as it is written in the fleet file.
+func (a Amount) String() string {
+	if a.Percent {
+		return itoa(a.Value) + "%"
+	}
+	return itoa(a.Value)
+}
+
+// Window is a recurring maintenance window.
+type Window struct {
+	Days []time.Weekday
+	// Start and End are "HH:MM" in TimeZone; End before Start crosses midnight.
+	Start, End string
+	TimeZone   string
+}
+
+// Freeze is a period when no node may start.
+type Freeze struct {
+	Start, End time.Time
+	Reason     string
+}
+
+// Health names the signals that fail a node during its soak.
+type Health struct {
+	NodeConditions  []string
+	EventReasons    []string
+	PrometheusURL   string
+	PrometheusQuery string
+}

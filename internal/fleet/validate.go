@@ -1,0 +1,218 @@
+package fleet
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+var (
+	// dnsLabel is what Kubernetes accepts as an object name segment; names
+	// of releases, clusters, pools and waves end up in object names.
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// chartVersion is a semantic version with an optional leading v.
+	chartVersion = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	// driverVersion is an NVIDIA driver version: branch.minor[.patch].
+	driverVersion = regexp.MustCompile(`^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$`)
+	// labelValue is a Kubernetes label value (GPU product names are label values).
+	labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	// migProfile is a mig-manager configuration name, e.g. all-1g.10gb.
+	migProfile = regexp.MustCompile(`^(all-disabled|all-balanced|all-[1-7]g\.[0-9]+gb)$`)
+)
+
+// validate checks everything Parse decoded, adding every problem to probs.
+func (f *Fleet) validate(probs *problemList) {
+	if len(f.Releases) == 0 {
+		probs.add("releases", "the fleet has no releases: add at least one [releases.<name>] table")
+	}
+	if len(f.Clusters) == 0 {
+		probs.add("clusters", "the fleet has no clusters: add at least one [clusters.<name>] table")
+	}
+	f.validateCharts(probs)
+	for _, name := range f.ReleaseNames() {
+		f.Releases[name].Name = name
+		f.validateRelease(probs, f.Releases[name])
+	}
+	for _, name := range f.ClusterNames() {
+		f.Clusters[name].Name = name
+		f.validateCluster(probs, f.Clusters[name])
+	}
+	f.validateWaves(probs)
+	f.validatePolicy(probs)
+	f.validatePromotion(probs)
+}
+
+func (f *Fleet) validateCharts(probs *problemList) {
+	if f.Charts.Repository == "" {
+		f.Charts.Repository = DefaultChartRepository
+	} else if u, err := url.Parse(f.Charts.Repository); err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "oci") || u.Host == "" {
+		probs.add("charts.repository", "%q is not a Helm repository URL (https://...) or an OCI reference (oci://...)", f.Charts.Repository)
+	}
+	switch f.Charts.Mode {
+	case "":
+		f.Charts.Mode = ModeHelmRelease
+	case ModeHelmRelease, ModeManifests:
+	default:
+		probs.add("charts.mode", "%q is not a chart mode: use %q or %q", f.Charts.Mode, ModeHelmRelease, ModeManifests)
+	}
+}
+
+func (f *Fleet) validateRelease(probs *problemList, r *Release) {
+	key := joinKey("releases", r.Name)
+	checkName(probs, key, "release", r.Name)
+	checkRequired(probs, key, "gpu-operator", r.GPUOperator, chartVersion, "a chart version such as v25.10.1")
+	checkRequired(probs, key, "network-operator", r.NetworkOperator, chartVersion, "a chart version such as v25.4.0")
+	checkRequired(probs, key, "driver", r.Driver, driverVersion, "a driver version such as 580.95.05")
+}
+
+func (f *Fleet) validateCluster(probs *problemList, c *Cluster) {
+	key := joinKey("clusters", c.Name)
+	checkName(probs, key, "cluster", c.Name)
+	if c.Environment == "" {
+		probs.add(key, "environment is required (e.g. staging, prod)")
+	} else if !dnsLabel.MatchString(c.Environment) {
+		probs.add(key+".environment", "%q is not a valid environment name: use lower-case letters, digits and '-'", c.Environment)
+	}
+	if c.Context == "" {
+		// The kubeconfig context defaults to the cluster's name, as most
+		// fleets name their contexts after their clusters.
+		c.Context = c.Name
+	}
+	if len(c.Pools) == 0 {
+		probs.add(key, "cluster has no GPU pools: add at least one [[clusters.%s.pools]]", c.Name)
+	}
+	seen := map[string]int{}
+	for i, p := range c.Pools {
+		pkey := fmt.Sprintf("%s.pools[%d]", key, i)
+		if p.Name == "" {
+			probs.add(pkey, "pool name is required")
+		} else {
+			checkName(probs, pkey+".name", "pool", p.Name)
+			if j, dup := seen[p.Name]; dup {
+				probs.add(pkey+".name", "duplicate pool name %q (also pools[%d])", p.Name, j)
+			}
+			seen[p.Name] = i
+		}
+		if p.Product == "" {
+			probs.add(pkey, "product is required: the GPU as GPU Feature Discovery reports it, e.g. NVIDIA-H100-80GB-HBM3")
+		} else if !labelValue.MatchString(p.Product) || len(p.Product) > 63 {
+			probs.add(pkey+".product", "%q is not a valid nvidia.com/gpu.product label value", p.Product)
+		}
+		if p.Nodes < 1 {
+			probs.add(pkey+".nodes", "nodes must be at least 1, got %d", p.Nodes)
+		}
+		if p.MIG != "" && !migProfile.MatchString(p.MIG) {
+			probs.add(pkey+".mig", "%q is not a MIG configuration: use e.g. all-1g.10gb, all-balanced or all-disabled", p.MIG)
+		}
+	}
+}
+
+func (f *Fleet) validateWaves(probs *problemList) {
+	if len(f.Waves) == 0 && len(f.Clusters) > 0 {
+		probs.add("waves", "the fleet has no waves: add [[waves]] tables that list every cluster")
+	}
+	waveOf := map[string]int{}
+	names := map[string]int{}
+	for i, w := range f.Waves {
+		key := fmt.Sprintf("waves[%d]", i)
+		if w.Name == "" {
+			probs.add(key, "wave name is required")
+		} else {
+			checkName(probs, key+".name", "wave", w.Name)
+			if j, dup := names[w.Name]; dup {
+				probs.add(key+".name", "duplicate wave name %q (also waves[%d])", w.Name, j)
+			}
+			names[w.Name] = i
+		}
+		if len(w.Clusters) == 0 {
+			probs.add(key, "wave %q has no clusters", w.Name)
+		}
+		for j, c := range w.Clusters {
+			ckey := fmt.Sprintf("%s.clusters[%d]", key, j)
+			if _, ok := f.Clusters[c]; !ok {
+				probs.add(ckey, "unknown cluster %q%s", c, suggest(c, f.ClusterNames()))
+				continue
+			}
+			if k, dup := waveOf[c]; dup {
+				probs.add(ckey, "cluster %q is in two waves: %q and %q", c, f.Waves[k].Name, w.Name)
+				continue
+			}
+			waveOf[c] = i
+		}
+		if w.Canary != "" && !contains(w.Clusters, w.Canary) {
+			probs.add(key+".canary", "canary %q is not one of the wave's clusters %v", w.Canary, w.Clusters)
+		}
+		if w.PauseAfterCanary && w.Canary == "" {
+			probs.add(key+".pause-after-canary", "pause-after-canary needs a canary cluster in wave %q", w.Name)
+		}
+	}
+	if len(f.Waves) > 0 {
+		for _, c := range f.ClusterNames() {
+			if _, ok := waveOf[c]; !ok {
+				probs.add(joinKey("clusters", c), "cluster %q is in no wave: add it to one [[waves]] clusters list", c)
+			}
+		}
+	}
+}
+
+func checkName(probs *problemList, key, what, name string) {
+	if !dnsLabel.MatchString(name) || len(name) > 63 {
+		probs.add(key, "%q is not a valid %s name: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit", name, what)
+	}
+}
+
+func checkRequired(probs *problemList, table, field, value string, re *regexp.Regexp, want string) {
+	switch {
+	case value == "":
+		probs.add(table, "%s is required (%s)", field, want)
+	case !re.MatchString(value):
+		probs.add(table+"."+field, "%q is not %s", value, want)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest returns a hint naming the closest known name, if one is close.
+func suggest(got string, known []string) string {
+	best, bestDist := "", 3
+	for _, k := range known {
+		if d := editDistance(got, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" {
+		if len(known) > 0 && len(known) <= 8 {
+			return fmt.Sprintf(" (known: %s)", strings.Join(known, ", "))
+		}
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

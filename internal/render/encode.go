@@ -1,0 +1,76 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	kusttypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+	goyaml "sigs.k8s.io/yaml/goyaml.v2"
+)
+
+// object is one Kubernetes object to write, typed or not, with the file
+// name it goes in.
+type object struct {
+	file string
+	obj  any
+}
+
+// addFolder writes each object to its own file under dir, and a
+// kustomization.yaml listing them so that `kustomize build dir` works.
+func addFolder(files map[string][]byte, dir string, objs []object) error {
+	var resources []string
+	for _, o := range objs {
+		b, err := encodeObject(o.obj)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.file, err)
+		}
+		p := path.Join(dir, o.file)
+		if _, dup := files[p]; dup {
+			return fmt.Errorf("two objects render to %s", p)
+		}
+		files[p] = append([]byte(Header), b...)
+		resources = append(resources, o.file)
+	}
+	slices.Sort(resources)
+	k := kusttypes.Kustomization{
+		TypeMeta:  kusttypes.TypeMeta{APIVersion: kusttypes.KustomizationVersion, Kind: kusttypes.KustomizationKind},
+		Resources: resources,
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return err
+	}
+	files[path.Join(dir, "kustomization.yaml")] = append([]byte(Header), b...)
+	return nil
+}
+
+// encodeObject marshals obj to YAML with sorted keys, without the empty
+// status and creationTimestamp that typed objects carry: render writes
+// desired state only.
+func encodeObject(obj any) ([]byte, error) {
+	j, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	// Marshalling the map directly (keys sorted, as sigs.k8s.io/yaml writes
+	// them) skips its JSON-to-YAML reparse, the bulk of render's time. Numbers
+	// are float64 here, which YAML writes as integers when they are whole.
+	return goyaml.Marshal(m)
+}
+
+// dnsName turns a version such as 580.95.05 into a name segment: 580-95-05.
+func dnsName(s string) string {
+	return strings.ToLower(strings.NewReplacer(".", "-", "_", "-", "+", "-").Replace(s))
+}

@@ -1,0 +1,161 @@
+package render
+
+import (
+	"path"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The three steps of a cluster, applied in this order.
+const (
+	stepOperators = "operators"
+	stepConfig    = "config"
+	stepLifecycle = "lifecycle"
+)
+
+const (
+	// fluxNamespace holds Flux's own objects and the GitRepository
+	// (flux-system, as `flux bootstrap` makes it) that every step applies from.
+	fluxNamespace = "flux-system"
+	fluxSource    = "flux-system"
+	// chartRepository is the HelmRepository both operator charts come from.
+	chartRepository = "nvidia"
+)
+
+// step says how one cluster step is reconciled. The intervals trade drift
+// repair time (on average interval/2 plus apply time) against API load:
+// operators change rarely and reinstall slowly; lifecycle carries approvals
+// and pauses, which should take effect quickly.
+type step struct {
+	name      string
+	dependsOn string
+	interval  time.Duration
+	timeout   time.Duration
+}
+
+var steps = []step{
+	// Installing both operators can take minutes (CRDs, NFD, webhooks).
+	{name: stepOperators, interval: 10 * time.Minute, timeout: 15 * time.Minute},
+	// NVIDIADriver objects need the operator's CRDs and controller first.
+	{name: stepConfig, dependsOn: stepOperators, interval: 10 * time.Minute, timeout: 5 * time.Minute},
+	// A DriverRollout applied before its NVIDIADriver objects would stall.
+	{name: stepLifecycle, dependsOn: stepConfig, interval: 2 * time.Minute, timeout: 5 * time.Minute},
+}
+
+// fluxKustomizations are the cluster's three Flux Kustomizations, chained
+// by dependsOn, each applying one sub-folder of the cluster's folder.
+func fluxKustomizations(p clusterPlan) []object {
+	var objs []object
+	for _, s := range steps {
+		k := &kustomizev1.Kustomization{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: fluxNamespace, Labels: labels(p)},
+			Spec: kustomizev1.KustomizationSpec{
+				Interval:  metav1.Duration{Duration: s.interval},
+				Path:      "./" + path.Join(ClusterDir(p.cluster.Name), s.name),
+				Prune:     true,
+				Wait:      true,
+				Timeout:   &metav1.Duration{Duration: s.timeout},
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: fluxSource},
+			},
+		}
+		if s.dependsOn != "" {
+			k.Spec.DependsOn = []meta.DependencyReference{{Name: s.dependsOn}}
+		}
+		objs = append(objs, object{file: "flux-" + s.name + ".yaml", obj: k})
+	}
+	return objs
+}
+
+// labels mark every object render writes with the fleet facts it came from,
+// so `kubectl get -l gpufleet.io/release=...` finds them.
+func labels(p clusterPlan) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/managed-by": "gpufleet",
+		"gpufleet.io/cluster":          p.cluster.Name,
+		"gpufleet.io/release":          p.release.Name,
+	}
+}
+
+// operatorObjects is the operators step: the chart repository, a namespace
+// per operator and a HelmRelease per operator at the release's versions.
+func operatorObjects(p clusterPlan) ([]object, error) {
+	repo := &sourcev1.HelmRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Name: chartRepository, Namespace: fluxNamespace, Labels: labels(p)},
+		Spec: sourcev1.HelmRepositorySpec{
+			URL:      p.fleet.Charts.Repository,
+			Interval: metav1.Duration{Duration: time.Hour},
+		},
+	}
+	if strings.HasPrefix(p.fleet.Charts.Repository, "oci://") {
+		repo.Spec.Type = sourcev1.HelmRepositoryTypeOCI
+	}
+	objs := []object{{file: "helmrepository.yaml", obj: repo}}
+	for _, op := range operators(p) {
+		values, err := jsonValues(op.values)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs,
+			object{file: "namespace-" + op.namespace + ".yaml", obj: &corev1.Namespace{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+				ObjectMeta: metav1.ObjectMeta{Name: op.namespace, Labels: labels(p)},
+			}},
+			object{file: "helmrelease-" + op.chart + ".yaml", obj: &helmv2.HelmRelease{
+				TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
+				ObjectMeta: metav1.ObjectMeta{Name: op.chart, Namespace: op.namespace, Labels: labels(p)},
+				Spec: helmv2.HelmReleaseSpec{
+					Interval: metav1.Duration{Duration: 30 * time.Minute},
+					Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+						Chart:     op.chart,
+						Version:   op.version,
+						SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: chartRepository, Namespace: fluxNamespace},
+					}},
+					Timeout: &metav1.Duration{Duration: 10 * time.Minute},
+					// The operators' CRDs change between versions (see
+					// `gpufleet crd-diff`): keep them in step with the chart.
+					Install: &helmv2.Install{CRDs: helmv2.CreateReplace, Remediation: &helmv2.InstallRemediation{Retries: 3}},
+					Upgrade: &helmv2.Upgrade{CRDs: helmv2.CreateReplace, Remediation: &helmv2.UpgradeRemediation{Retries: 3}},
+					Values:  values,
+				},
+			}},
+		)
+	}
+	return objs, nil
+}
+
+// operator is one operator chart as a cluster installs it.
+type operator struct {
+	chart, namespace, version string
+	values                    map[string]any
+}
+
+// Namespaces the operators are installed into, as NVIDIA's docs name them.
+const (
+	GPUOperatorNamespace     = "gpu-operator"
+	NetworkOperatorNamespace = "nvidia-network-operator"
+)
+
+func operators(p clusterPlan) []operator {
+	return []operator{
+		{chart: "gpu-operator", namespace: GPUOperatorNamespace, version: p.release.GPUOperator, values: gpuOperatorValues(p.release, usesMIG(p.cluster))},
+		{chart: "network-operator", namespace: NetworkOperatorNamespace, version: p.release.NetworkOperator, values: NetworkOperatorValues(p.release)},
+	}
+}
+
+func jsonValues(v map[string]any) (*apiextensionsv1.JSON, error) {
+	b, err := jsonMarshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &apiextensionsv1.JSON{Raw: b}, nil
+}

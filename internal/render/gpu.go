@@ -1,0 +1,157 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/blang/semver/v4"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+// Node labels gpufleet owns or reads.
+const (
+	// LabelDriver is the driver version a node should run. Each NVIDIADriver
+	// selects the nodes with its version, so flipping this label moves a
+	// node from one driver DaemonSet to another.
+	LabelDriver = "gpufleet.io/driver"
+	// LabelPool names a node's GPU pool; it is only needed in the selector
+	// when two pools of a cluster have the same GPU product.
+	LabelPool = "gpufleet.io/pool"
+	// LabelGPUProduct is GPU Feature Discovery's product label.
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	// LabelGPUPresent marks every GPU node (the operator's NFD rules set it).
+	LabelGPUPresent = "nvidia.com/gpu.present"
+)
+
+// GPUOperatorValues are the GPU Operator chart values gpufleet installs a
+// release with: driver management goes to NVIDIADriver objects (one per
+// pool and driver version, rendered in the config step) and the operator's
+// own automatic driver upgrade is off, so it never fights gpufleet's
+// controller over a node.
+func GPUOperatorValues(rel *fleet.Release) map[string]any { return gpuOperatorValues(rel, false) }
+
+func gpuOperatorValues(_ *fleet.Release, mig bool) map[string]any {
+	v := map[string]any{
+		"driver": map[string]any{
+			"enabled": true,
+			"nvidiaDriverCRD": map[string]any{
+				"enabled":         true,
+				"deployDefaultCR": false,
+			},
+			"upgradePolicy": map[string]any{"autoUpgrade": false},
+		},
+	}
+	if mig {
+		// Pools with and without MIG in one cluster need the mixed strategy,
+		// which exposes each slice as its own nvidia.com/mig-* resource.
+		v["mig"] = map[string]any{"strategy": "mixed"}
+	}
+	return v
+}
+
+// NetworkOperatorValues are the Network Operator chart values gpufleet uses.
+// Node Feature Discovery is left to the GPU Operator, which ships it too:
+// two NFD deployments would fight over the same node labels.
+func NetworkOperatorValues(_ *fleet.Release) map[string]any {
+	return map[string]any{"nfd": map[string]any{"enabled": false}}
+}
+
+func usesMIG(c *fleet.Cluster) bool {
+	for _, p := range c.Pools {
+		if p.MIG != "" && p.MIG != "all-disabled" {
+			return true
+		}
+	}
+	return false
+}
+
+// configObjects is the config step: one NVIDIADriver per pool and driver
+// version. While a rollout is under way on the cluster both the previous
+// and the new driver are declared, and the controller moves nodes between
+// them by their gpufleet.io/driver label.
+func configObjects(p clusterPlan) ([]object, error) {
+	releases := []*fleet.Release{p.release}
+	if p.previous != nil && p.previous.Driver != p.release.Driver {
+		releases = append(releases, p.previous)
+	}
+	var objs []object
+	for _, pool := range p.cluster.Pools {
+		for _, rel := range releases {
+			d, err := nvidiaDriver(p, pool, rel.Driver)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, object{file: "nvidiadriver-" + NVIDIADriverName(pool.Name, rel.Driver) + ".yaml", obj: d})
+		}
+	}
+	return objs, nil
+}
+
+// NVIDIADriverName names the NVIDIADriver of a pool at a driver version.
+func NVIDIADriverName(pool, driver string) string { return pool + "-" + dnsName(driver) }
+
+// nvidiaDriver builds an NVIDIADriver (nvidia.com/v1alpha1, cluster-scoped)
+// with only the fields the installed operator version knows: the schema
+// rejects unknown fields, and fields come and go between versions.
+func nvidiaDriver(p clusterPlan, pool *fleet.Pool, driver string) (map[string]any, error) {
+	opVersion, err := semver.ParseTolerant(p.release.GPUOperator)
+	if err != nil {
+		return nil, fmt.Errorf("gpu-operator version %q: %w", p.release.GPUOperator, err)
+	}
+	selector := map[string]any{
+		LabelGPUProduct: pool.Product,
+		LabelDriver:     driver,
+	}
+	if sharesProduct(p.cluster, pool) {
+		selector[LabelPool] = pool.Name
+	}
+	spec := map[string]any{
+		"driverType":   "gpu",
+		"repository":   "nvcr.io/nvidia",
+		"image":        "driver",
+		"version":      driver,
+		"nodeSelector": selector,
+	}
+	if opVersion.GE(semver.MustParse("25.3.0")) {
+		// kernelModuleType replaced useOpenKernelModules in v25.3.
+		spec["kernelModuleType"] = "auto"
+	}
+	if opVersion.GE(semver.MustParse("26.7.0")) {
+		// From v26.7 an NVIDIADriver upgrades its nodes by itself unless
+		// told not to (ClusterPolicy's default is the opposite).
+		spec["upgradePolicy"] = map[string]any{"autoUpgrade": false}
+	}
+	meta := map[string]any{
+		"name":   NVIDIADriverName(pool.Name, driver),
+		"labels": anyMap(labels(p)),
+	}
+	if pool.MIG != "" {
+		meta["annotations"] = map[string]any{"gpufleet.io/mig-config": pool.MIG}
+	}
+	return map[string]any{
+		"apiVersion": "nvidia.com/v1alpha1",
+		"kind":       "NVIDIADriver",
+		"metadata":   meta,
+		"spec":       spec,
+	}, nil
+}
+
+func sharesProduct(c *fleet.Cluster, pool *fleet.Pool) bool {
+	for _, other := range c.Pools {
+		if other != pool && other.Product == pool.Product {
+			return true
+		}
+	}
+	return false
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
