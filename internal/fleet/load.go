@@ -19,6 +19,7 @@ type rawFile struct {
 	Waves     []*Wave             `toml:"waves"`
 	Policy    rawPolicy           `toml:"policy"`
 	Promotion Promotion           `toml:"promotion"`
+	Stack     *Stack              `toml:"stack"`
 }
 
 // Load reads and validates the fleet file at path. Invalid input returns
@@ -69,6 +70,7 @@ func Parse(name string, data []byte) (*Fleet, error) {
 		Clusters:  orEmpty(raw.Clusters),
 		Waves:     raw.Waves,
 		Promotion: raw.Promotion,
+		Stack:     raw.Stack,
 		policy:    raw.Policy,
 	}
 	f.validate(probs)

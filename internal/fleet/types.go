@@ -16,6 +16,8 @@ type Fleet struct {
 	Clusters  map[string]*Cluster
 	Waves     []*Wave
 	Promotion Promotion
+	// Stack is the LLM serving stack; nil when the fleet file has none.
+	Stack *Stack
 
 	policy rawPolicy
 	// Source is the file's bytes as read; commands that edit the file

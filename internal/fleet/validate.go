@@ -41,6 +41,7 @@ func (f *Fleet) validate(probs *problemList) {
 	f.validateWaves(probs)
 	f.validatePolicy(probs)
 	f.validatePromotion(probs)
+	f.validateStack(probs)
 }
 
 func (f *Fleet) validateCharts(probs *problemList) {

@@ -22,7 +22,13 @@ type object struct {
 // addFolder writes each object to its own file under dir, and a
 // kustomization.yaml listing them so that `kustomize build dir` works.
 func addFolder(files map[string][]byte, dir string, objs []object) error {
-	var resources []string
+	return addFolderWithExtra(files, dir, objs, nil)
+}
+
+// addFolderWithExtra is addFolder with extra resources that render does not
+// write but the folder holds (encrypted Secrets).
+func addFolderWithExtra(files map[string][]byte, dir string, objs []object, extra []string) error {
+	resources := slices.Clone(extra)
 	for _, o := range objs {
 		b, err := encodeObject(o.obj)
 		if err != nil {

@@ -43,6 +43,9 @@ func Render(f *fleet.Fleet) (*Output, error) {
 			out.Files[p] = b
 		}
 	}
+	if err := renderStack(f, out.Files); err != nil {
+		return nil, fmt.Errorf("stack: %w", err)
+	}
 	return out, nil
 }
 
@@ -87,7 +90,7 @@ func renderCluster(f *fleet.Fleet, c *fleet.Cluster) (map[string][]byte, error) 
 			return nil, err
 		}
 	}
-	if err := addFolder(files, dir, fluxKustomizations(plan)); err != nil {
+	if err := addFolder(files, dir, append(fluxKustomizations(plan), stackKustomizations(plan)...)); err != nil {
 		return nil, err
 	}
 	return files, nil

@@ -74,7 +74,10 @@ func compareStrings(a, b string) int {
 // Only the folders render writes are searched.
 func generatedFiles(dir string) ([]string, error) {
 	var paths []string
-	for _, top := range []string{"clusters"} {
+	if ours, err := hasHeader(filepath.Join(dir, ".sops.yaml")); err == nil && ours {
+		paths = append(paths, ".sops.yaml")
+	}
+	for _, top := range []string{"clusters", "apps", "infrastructure"} {
 		root := filepath.Join(dir, top)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) && p == root {
