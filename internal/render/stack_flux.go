@@ -32,7 +32,7 @@ func stackKustomizations(p clusterPlan) []object {
 	}
 	env := p.cluster.Environment
 	var objs []object
-	add := func(name, dir string, interval, timeout time.Duration, decrypt bool, deps ...string) {
+	add := func(name, dir string, interval, timeout time.Duration, decrypt bool, deps ...string) *kustomizev1.Kustomization {
 		k := &kustomizev1.Kustomization{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fluxNamespace, Labels: labels(p)},
@@ -52,6 +52,7 @@ func stackKustomizations(p clusterPlan) []object {
 			k.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: SOPSKeySecret}}
 		}
 		objs = append(objs, object{file: "flux-" + name + ".yaml", obj: k})
+		return k
 	}
 	add("infra-controllers", infraControllers, infraInterval, infraTimeout, false)
 	add("infra-configs", infraConfigs, infraInterval, infraTimeout, true, "infra-controllers")
@@ -70,10 +71,16 @@ func stackKustomizations(p clusterPlan) []object {
 		for _, d := range svc.DependsOn {
 			deps = append(deps, AppKustomization(d))
 		}
-		add(AppKustomization(name), AppsOverlay(env, name), appInterval, fluxTimeout(svc.StartupDuration), len(svc.Secrets) > 0, deps...)
+		k := add(AppKustomization(name), AppsOverlay(env, name), appInterval, fluxTimeout(svc.StartupDuration), len(svc.Secrets) > 0, deps...)
+		// `gpufleet lint` compares the timeout with what the service declares.
+		k.Annotations = map[string]string{AnnotationStartup: svc.StartupDuration.String()}
 	}
 	return objs
 }
+
+// AnnotationStartup carries a service's declared start-up time on its Flux
+// Kustomization (the same key `gpufleet lint` reads).
+const AnnotationStartup = "gpufleet.io/startup"
 
 // AppKustomization names the Flux Kustomization of a service.
 func AppKustomization(service string) string { return "app-" + service }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/gpufleet/gpufleet/internal/fsutil"
 )
 
 // Change is one file that a render adds, changes or removes.
@@ -148,7 +150,7 @@ func Write(out *Output, dir string) ([]Change, error) {
 		}
 		undo = append(undo, func() {
 			if had {
-				_ = writeAtomic(target, old)
+				_ = fsutil.WriteFileAtomic(target, old)
 			} else {
 				_ = os.Remove(target)
 			}
@@ -158,32 +160,8 @@ func Write(out *Output, dir string) ([]Change, error) {
 	return changes, nil
 }
 
-// writeFileAtomic is writeAtomic; tests replace it to inject a failure.
-var writeFileAtomic = writeAtomic
-
-// writeAtomic writes data to a temporary file beside path and renames it
-// into place, so a reader never sees half a file.
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".gpufleet-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// writeFileAtomic writes one file; tests replace it to inject a failure.
+var writeFileAtomic = fsutil.WriteFileAtomic
 
 // removeEmptyDirs removes the folders that removals left empty.
 func removeEmptyDirs(dir string, changes []Change) {

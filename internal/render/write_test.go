@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/internal/fsutil"
 )
 
 func TestWriteRemovesStaleKeepsForeign(t *testing.T) {
@@ -78,9 +80,9 @@ func TestWriteFailureLeavesPreviousOutput(t *testing.T) {
 		if calls++; calls == 10 {
 			return errors.New("disk full")
 		}
-		return writeAtomic(path, data)
+		return fsutil.WriteFileAtomic(path, data)
 	}
-	defer func() { writeFileAtomic = writeAtomic }()
+	defer func() { writeFileAtomic = fsutil.WriteFileAtomic }()
 	if _, err := Write(second, dir); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("want the injected failure, got %v", err)
 	}
