@@ -37,7 +37,7 @@ type DriverRolloutList struct {
 
 // DriverRolloutSpec says what to roll out, where, and how carefully.
 //
-// +kubebuilder:validation:XValidation:rule="self.targetVersion != self.previousVersion",message="targetVersion and previousVersion must differ"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.abort) || !oldSelf.abort || (has(self.abort) && self.abort)",message="abort cannot be undone: create a new rollout"
 type DriverRolloutSpec struct {
 	// TargetVersion is the driver version to install, e.g. "580.95.05".
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){1,3}$`
@@ -45,6 +45,8 @@ type DriverRolloutSpec struct {
 	TargetVersion string `json:"targetVersion"`
 
 	// PreviousVersion is the driver version a failed node is rolled back to.
+	// It may equal TargetVersion: render writes a rollout for every cluster,
+	// and one already on its release's driver has nothing to move.
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){1,3}$`
 	// +kubebuilder:validation:MaxLength=32
 	PreviousVersion string `json:"previousVersion"`
@@ -99,7 +101,9 @@ type DriverRolloutSpec struct {
 	Paused bool `json:"paused,omitempty"`
 
 	// Abort starts no new node and rolls back every node that has left
-	// Pending and not already failed, Done ones included.
+	// Pending and not already failed, Done ones included. It is final: the
+	// schema refuses to unset it, so a rollout never resumes half rolled
+	// back; create a new rollout instead.
 	// +optional
 	Abort bool `json:"abort,omitempty"`
 
@@ -113,6 +117,7 @@ type DriverRolloutSpec struct {
 	// health signal before it is Done.
 	// +kubebuilder:default="30m"
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
 	Soak metav1.Duration `json:"soak,omitzero"`
 
 	// Timeouts bound each step of a node.
@@ -224,15 +229,18 @@ type StepTimeouts struct {
 	// Drain is how long evicting the node's pods may take.
 	// +kubebuilder:default="30m"
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
 	Drain metav1.Duration `json:"drain,omitzero"`
 	// Install is how long the driver pod may take to become Ready, for the
 	// new driver and for a rollback.
 	// +kubebuilder:default="20m"
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
 	Install metav1.Duration `json:"install,omitzero"`
 	// Validate is how long the node may take to report the new version.
 	// +kubebuilder:default="10m"
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
 	Validate metav1.Duration `json:"validate,omitzero"`
 }
 

@@ -75,5 +75,11 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	})
 
 	root.AddCommand(newRenderCommand(s))
+	root.AddCommand(newLintCommand(s))
+	root.AddCommand(newSecretCommand(s))
+	root.AddCommand(newGateCommand(s))
+	root.AddCommand(newSimulateCommand(s))
+	root.AddCommand(newValidateCommand(s))
+	root.AddCommand(newCRDDiffCommand(s))
 	return root
 }

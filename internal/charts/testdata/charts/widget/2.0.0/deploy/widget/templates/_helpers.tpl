@@ -1,0 +1,1 @@
+{{- define "widget.name" -}}{{ .Chart.Name }}{{- end }}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/internal/charts"
+	"github.com/gpufleet/gpufleet/internal/crdcheck"
+)
+
+type crdDiffOptions struct {
+	fleetFile string
+	chartsDir string
+	repo      string
+	cacheDir  string
+	output    string
+
+	chart, from, to string
+}
+
+func newCRDDiffCommand(s Streams) *cobra.Command {
+	o := &crdDiffOptions{}
+	cmd := &cobra.Command{
+		Use:   "crd-diff CHART VERSION_A VERSION_B [--charts DIR | --repo URL] [-o table|json]",
+		Short: "List the CRD schema changes between two versions of an operator chart",
+		Long: `crd-diff loads CHART at VERSION_A and VERSION_B and lists, for each CRD kind
+and version it ships, the schema paths added, removed or changed (type, format,
+enum, default, pattern, required) from A to B. "[]" stands for the items of a
+list and "{*}" for the values of a map.
+
+Charts come from --charts, --repo, or else the fleet file's [charts]
+repository. Exit codes: 0 listed (changes or not), 2 bad command line, 3 a
+chart could not be found or read.`,
+		Example: `  gpufleet crd-diff gpu-operator v25.10.1 v26.7.0 --charts ../operators`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 3 {
+				return withCode(ExitUsage, fmt.Errorf("want CHART VERSION_A VERSION_B, got %d argument(s)", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.chart, o.from, o.to = args[0], args[1], args[2]
+			if err := o.validate(); err != nil {
+				return withCode(ExitUsage, err)
+			}
+			return o.run(cmd.Context(), s.Out)
+		},
+	}
+	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file, read for its chart repository when neither --charts nor --repo is given")
+	addChartSourceFlags(cmd, &o.chartsDir, &o.repo, &o.cacheDir)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func (o *crdDiffOptions) validate() error {
+	if o.chartsDir != "" && o.repo != "" {
+		return errors.New("--charts and --repo cannot be used together")
+	}
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("-o must be table or json, got %q", o.output)
+	}
+	return nil
+}
+
+func (o *crdDiffOptions) run(ctx context.Context, out io.Writer) error {
+	fleetRepo := ""
+	if o.chartsDir == "" && o.repo == "" {
+		if _, err := os.Stat(o.fleetFile); err == nil {
+			f, err := loadFleet(o.fleetFile)
+			if err != nil {
+				return err
+			}
+			fleetRepo = f.Charts.Repository
+		}
+	}
+	src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, fleetRepo)
+	if err != nil {
+		return withCode(ExitUnknown, err)
+	}
+	changes, err := charts.DiffCRDs(ctx, src, o.chart, o.from, o.to)
+	if err != nil {
+		return withCode(ExitUnknown, err)
+	}
+	return printCRDChanges(out, o.output, changes)
+}
+
+func printCRDChanges(w io.Writer, format string, changes []crdcheck.Change) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"changes": changes})
+	}
+	if len(changes) == 0 {
+		fmt.Fprintln(w, "no schema changes")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tVERSION\tCHANGE\tPATH\tDETAIL")
+	for _, c := range changes {
+		p := c.Path
+		if p == "" {
+			p = "-"
+		}
+		v := c.Version
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s.%s\t%s\t%s\t%s\t%s\n", c.Kind, c.Group, v, c.Op, p, c.Detail)
+	}
+	return tw.Flush()
+}

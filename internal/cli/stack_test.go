@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+
+	"github.com/gpufleet/gpufleet/internal/secrets"
+)
+
+// fleetWithKeys copies the example fleet with fresh age recipients for both
+// environments and returns its path and the identities.
+func fleetWithKeys(t *testing.T) (string, map[string]*age.X25519Identity) {
+	t.Helper()
+	path := copyExample(t)
+	src, _ := os.ReadFile(path)
+	ids := map[string]*age.X25519Identity{}
+	text := string(src)
+	for _, env := range []string{"staging", "prod"} {
+		id, err := age.GenerateX25519Identity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[env] = id
+		start := strings.Index(text, env+` = "age1`)
+		end := strings.Index(text[start:], "\n")
+		text = text[:start] + env + ` = "` + id.Recipient().String() + `"` + text[start+end:]
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, ids
+}
+
+// TestRenderedRepositoryLintsClean renders the example, encrypts the
+// secrets it declares with `gpufleet secret encrypt`, and lints the result:
+// no finding. Before the secrets exist, lint names each missing one.
+func TestRenderedRepositoryLintsClean(t *testing.T) {
+	fleetFile, ids := fleetWithKeys(t)
+	dir := filepath.Dir(fleetFile)
+	if code, out, errOut := run(t, "render", "-f", fleetFile); code != ExitOK {
+		t.Fatalf("render: %d %s %s", code, out, errOut)
+	}
+	code, out, _ := run(t, "lint", dir)
+	if code != ExitFailed || strings.Count(out, "[missing-resource]") != 3 {
+		t.Errorf("before the secrets exist lint must name the 3 missing ones, exit %d:\n%s", code, out)
+	}
+	for _, env := range []string{"staging", "prod"} {
+		if code, out, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--env", env, "--service", "litellm", "--name", "litellm-master-key", "--from-literal", "master-key=sk-"+env+"-secret"); code != ExitOK {
+			t.Fatalf("secret encrypt: %d %s %s", code, out, errOut)
+		}
+	}
+	if code, out, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--webhook-token", "--from-literal", "token=webhook-secret-token"); code != ExitOK {
+		t.Fatalf("secret encrypt --webhook-token: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = run(t, "lint", dir, "-o", "json")
+	var rep struct {
+		Findings []any `json:"findings"`
+		Drift    []any `json:"drift"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("lint -o json: %v\n%s", err, out)
+	}
+	if code != ExitOK || len(rep.Findings) != 0 {
+		t.Errorf("a rendered repository with its secrets must lint clean, exit %d:\n%s", code, out)
+	}
+	if len(rep.Drift) == 0 {
+		t.Error("lint must report the drift-repair time of each Kustomization")
+	}
+
+	// No plaintext anywhere in the tree; each environment's key opens its own secret only.
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		for _, plain := range []string{"sk-staging-secret", "sk-prod-secret", "webhook-secret-token"} {
+			if strings.Contains(string(b), plain) {
+				t.Errorf("%s holds a plaintext secret value", p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prodSecret, _ := os.ReadFile(filepath.Join(dir, "apps/prod/litellm/secret-litellm-master-key.sops.yaml"))
+	if plain, err := secrets.Decrypt(prodSecret, []age.Identity{ids["prod"]}); err != nil || !strings.Contains(string(plain), "sk-prod-secret") {
+		t.Errorf("the prod key must open the prod secret: %v", err)
+	}
+	if _, err := secrets.Decrypt(prodSecret, []age.Identity{ids["staging"]}); err == nil {
+		t.Error("the staging key must not open the prod secret")
+	}
+	webhook, _ := os.ReadFile(filepath.Join(dir, "infrastructure/configs/secret-webhook-token.sops.yaml"))
+	for env, id := range ids {
+		if _, err := secrets.Decrypt(webhook, []age.Identity{id}); err != nil {
+			t.Errorf("the %s key must open the shared webhook token: %v", env, err)
+		}
+	}
+}
+
+func TestSecretEncryptRefusesUndeclared(t *testing.T) {
+	fleetFile, _ := fleetWithKeys(t)
+	code, _, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--env", "prod", "--service", "vllm", "--name", "hf-token", "--from-literal", "token=x")
+	if code != ExitUsage || !strings.Contains(errOut, `service vllm does not declare a secret "hf-token"`) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestSecretEdit(t *testing.T) {
+	fleetFile, ids := fleetWithKeys(t)
+	if code, _, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--env", "prod", "--service", "litellm", "--name", "litellm-master-key", "--from-literal", "master-key=old"); code != ExitOK {
+		t.Fatal(errOut)
+	}
+	file := filepath.Join(filepath.Dir(fleetFile), "apps/prod/litellm/secret-litellm-master-key.sops.yaml")
+	t.Setenv("SOPS_AGE_KEY", ids["prod"].String())
+	t.Setenv("EDITOR", "sed -i s/master-key:\\ old/master-key:\\ new/")
+	if code, out, errOut := run(t, "secret", "edit", file); code != ExitOK || !strings.Contains(out, "wrote") {
+		t.Fatalf("edit: %d %s %s", code, out, errOut)
+	}
+	enc, _ := os.ReadFile(file)
+	plain, err := secrets.Decrypt(enc, []age.Identity{ids["prod"]})
+	if err != nil || !strings.Contains(string(plain), "master-key: new") {
+		t.Errorf("after edit: %v\n%s", err, plain)
+	}
+	if strings.Contains(string(enc), "new") && !strings.Contains(string(enc), "ENC[") {
+		t.Error("the edited file is not encrypted")
+	}
+}

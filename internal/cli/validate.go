@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/internal/charts"
+	"github.com/gpufleet/gpufleet/internal/crdcheck"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/render"
+)
+
+type validateOptions struct {
+	fleetFile   string
+	chartsDir   string
+	repo        string
+	output      string
+	kubeVersion string
+	cacheDir    string
+}
+
+func newValidateCommand(s Streams) *cobra.Command {
+	o := &validateOptions{}
+	cmd := &cobra.Command{
+		Use:   "validate [-f fleet.toml] [--charts DIR | --repo URL] [-o table|json]",
+		Short: "Check every release's operator charts and gpufleet's own objects against the CRDs of that exact version",
+		Long: `validate renders, for every release in the fleet file, the GPU Operator and
+Network Operator charts at that release's versions with the values gpufleet
+installs them with, and checks every custom resource they create, and every
+NVIDIADriver or NicClusterPolicy gpufleet renders for clusters on that release,
+against the CRDs shipped in those chart versions, the way the API server would:
+nulls dropped, defaults applied, then types, required fields, enums, patterns,
+unknown fields and CEL rules. A field that exists in another version of the
+chart says so. No cluster is needed.
+
+Charts come from --charts (a folder laid out as <chart>/<version>/, or one
+.tgz), --repo (a Helm repository URL or an oci:// reference), or else the
+fleet file's [charts] repository. Downloads are cached under the user's
+cache directory.
+
+Exit codes: 0 all valid, 1 problems found, 2 bad command line, 3 a chart
+could not be found, read or rendered (and no problem was found elsewhere).`,
+		Example: `  gpufleet validate --charts ../operators
+  gpufleet validate -f fleet.toml --repo https://helm.ngc.nvidia.com/nvidia -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return withCode(ExitUsage, err)
+			}
+			return o.run(cmd.Context(), s.Out, s.Err)
+		},
+	}
+	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
+	addChartSourceFlags(cmd, &o.chartsDir, &o.repo, &o.cacheDir)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&o.kubeVersion, "kube-version", charts.DefaultKubeVersion, "the Kubernetes version charts are rendered for")
+	return cmd
+}
+
+func addChartSourceFlags(cmd *cobra.Command, dir, repo, cache *string) {
+	cmd.Flags().StringVar(dir, "charts", "", "a folder of charts laid out as <chart>/<version>/, or a chart .tgz")
+	cmd.Flags().StringVar(repo, "repo", "", "a Helm repository URL or oci:// reference (default: the fleet file's)")
+	cmd.Flags().StringVar(cache, "cache-dir", "", "where downloaded charts are kept (default: the user's cache directory)")
+}
+
+func (o *validateOptions) validate() error {
+	if o.chartsDir != "" && o.repo != "" {
+		return errors.New("--charts and --repo cannot be used together")
+	}
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("-o must be table or json, got %q", o.output)
+	}
+	return nil
+}
+
+func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error {
+	f, err := loadFleet(o.fleetFile)
+	if err != nil {
+		return err
+	}
+	src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, f.Charts.Repository)
+	if err != nil {
+		return withCode(ExitUnknown, err)
+	}
+	rendered, err := render.Render(f)
+	if err != nil {
+		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
+	}
+	specs, err := releaseSpecs(f, rendered)
+	if err != nil {
+		return withCode(ExitFailed, err)
+	}
+	checker := &charts.Checker{Source: src, KubeVersion: o.kubeVersion}
+	report := checker.Check(ctx, specs)
+	if err := printReport(out, errOut, o.output, report, len(specs)); err != nil {
+		return err
+	}
+	switch {
+	case len(report.Findings) > 0:
+		return silentFailure{code: ExitFailed}
+	case len(report.Failures) > 0:
+		return silentFailure{code: ExitUnknown}
+	}
+	return nil
+}
+
+// chartSource picks the source the flags name, else the fleet file's.
+func chartSource(dir, repo, cache, fleetRepo string) (charts.Source, error) {
+	ref := fleetRepo
+	switch {
+	case dir != "":
+		ref = dir
+	case repo != "":
+		ref = repo
+	}
+	if ref == "" {
+		ref = fleet.DefaultChartRepository
+	}
+	return charts.NewSource(ref, charts.Options{CacheDir: cache})
+}
+
+// releaseSpecs lists what validate checks for each release: its two charts
+// with gpufleet's values, and the NVIDIA and Mellanox objects render writes
+// for the clusters that run it.
+func releaseSpecs(f *fleet.Fleet, out *render.Output) ([]charts.ReleaseSpec, error) {
+	byRelease := map[string][]charts.ExtraObject{}
+	for _, p := range out.Paths() {
+		parts := strings.Split(p, "/")
+		if len(parts) < 3 || parts[0] != "clusters" || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
+			continue
+		}
+		rel := f.ReleaseFor(parts[1])
+		if rel == nil {
+			continue
+		}
+		objs, err := crdcheck.DecodeObjects(out.Files[p])
+		if err != nil {
+			return nil, fmt.Errorf("read rendered %s: %w", p, err)
+		}
+		for _, o := range objs {
+			switch o.GroupVersionKind().Group {
+			case "nvidia.com", "mellanox.com":
+				byRelease[rel.Name] = append(byRelease[rel.Name], charts.ExtraObject{Origin: p, Object: o})
+			}
+		}
+	}
+	var specs []charts.ReleaseSpec
+	for _, name := range f.ReleaseNames() {
+		rel := f.Releases[name]
+		spec := charts.ReleaseSpec{Name: name, Objects: byRelease[name]}
+		if rel.GPUOperator != "" {
+			spec.Charts = append(spec.Charts, charts.ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: render.GPUOperatorValues(rel)})
+		}
+		if rel.NetworkOperator != "" {
+			spec.Charts = append(spec.Charts, charts.ChartSpec{Name: "network-operator", Version: rel.NetworkOperator, Values: render.NetworkOperatorValues(rel)})
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+func printReport(out, errOut io.Writer, format string, r *charts.Report, releases int) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			OK bool `json:"ok"`
+			*charts.Report
+		}{len(r.Findings) == 0 && len(r.Failures) == 0, r})
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(errOut, "note: %s\n", n)
+	}
+	if len(r.Findings) == 0 && len(r.Failures) == 0 {
+		fmt.Fprintf(out, "ok: %d custom resource(s) in %d release(s) valid\n", r.Objects, releases)
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RELEASE\tCHART\tOBJECT\tPROBLEM\tFROM")
+	findings := append([]charts.Finding(nil), r.Findings...)
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Release < findings[j].Release })
+	for _, f := range findings {
+		chart := "-"
+		if f.Chart != "" {
+			chart = f.Chart + " " + f.Version
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Release, chart, f.Object(), f.Message(), f.Origin)
+	}
+	for _, f := range r.Failures {
+		fmt.Fprintf(tw, "%s\t%s %s\t-\tcould not check: %s\t-\n", f.Release, f.Chart, f.Version, f.Error)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "gpufleet: %d problem(s), %d chart(s) not checked\n", len(r.Findings), len(r.Failures))
+	return nil
+}

@@ -1,0 +1,257 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/render"
+)
+
+// Observed is what the gate read from one cluster. A nil entry of a map
+// means the object does not exist.
+type Observed struct {
+	Kustomizations map[string]*unstructured.Unstructured
+	HelmReleases   map[string]*unstructured.Unstructured
+	ClusterPolicy  *unstructured.Unstructured
+	NVIDIADrivers  map[string]*unstructured.Unstructured
+	Nodes          []corev1.Node
+	Rollout        *v1alpha1.DriverRollout
+}
+
+// Labels the gate reads on nodes.
+const (
+	labelDriverFull = "nvidia.com/cuda.driver-version.full"
+	// LabelQuarantined marks a node the lifecycle controller took out of
+	// service after a failed rollback.
+	LabelQuarantined = "gpufleet.io/quarantined"
+)
+
+// Evaluate judges what was observed on a cluster against what is expected.
+// It is pure: every verdict comes from its arguments.
+func Evaluate(e Expected, o Observed) []Check {
+	var checks []Check
+	add := func(name string, ok bool, expected, observed, msg string) {
+		st := Pass
+		if !ok {
+			st = Fail
+		}
+		checks = append(checks, Check{Cluster: e.Cluster, Name: name, Status: st, Expected: expected, Observed: observed, Message: msg})
+	}
+	for _, name := range e.Kustomizations {
+		ok, observed, msg := kustomizationReady(o.Kustomizations[name], e.Revision)
+		add("flux/Kustomization/"+name, ok, "Ready at "+shortRev(e.Revision), observed, msg)
+	}
+	for _, key := range sortedKeys(e.HelmReleases) {
+		want := e.HelmReleases[key]
+		ok, observed, msg := helmReleaseReady(o.HelmReleases[key], want)
+		add("flux/HelmRelease/"+key, ok, "Ready at chart "+want, observed, msg)
+	}
+	ok, observed, msg := stateReady(o.ClusterPolicy, "ClusterPolicy")
+	add("gpu-operator/ClusterPolicy", ok, "ready", observed, msg)
+	for _, name := range e.NVIDIADrivers {
+		ok, observed, msg := stateReady(o.NVIDIADrivers[name], "NVIDIADriver "+name)
+		add("gpu-operator/NVIDIADriver/"+name, ok, "ready", observed, msg)
+	}
+	checks = append(checks, nodeChecks(e, o.Nodes)...)
+	ok, observed, msg = rolloutComplete(o.Rollout, e)
+	add("lifecycle/DriverRollout/"+e.Rollout, ok, "Completed, budget held", observed, msg)
+	return checks
+}
+
+func kustomizationReady(u *unstructured.Unstructured, revision string) (bool, string, string) {
+	if u == nil {
+		return false, "missing", "the Kustomization does not exist: has Flux applied the cluster's folder?"
+	}
+	if suspended, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); suspended {
+		return false, "suspended", "the Kustomization is suspended: `flux resume kustomization " + u.GetName() + "`"
+	}
+	applied, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+	res, err := status.Compute(u)
+	if err != nil {
+		return false, "unreadable status", err.Error()
+	}
+	observed := fmt.Sprintf("%s at %s", res.Status, shortRev(applied))
+	if res.Status != status.CurrentStatus {
+		return false, observed, cmpOr(res.Message, "not Ready")
+	}
+	if revision != "" && !strings.Contains(applied, revision) {
+		return false, observed, "Flux has not applied the expected revision yet"
+	}
+	return true, observed, ""
+}
+
+func helmReleaseReady(u *unstructured.Unstructured, version string) (bool, string, string) {
+	if u == nil {
+		return false, "missing", "the HelmRelease does not exist"
+	}
+	chart := deployedChartVersion(u)
+	res, err := status.Compute(u)
+	if err != nil {
+		return false, "unreadable status", err.Error()
+	}
+	observed := fmt.Sprintf("%s at chart %s", res.Status, cmpOr(chart, "none"))
+	if res.Status != status.CurrentStatus {
+		return false, observed, cmpOr(res.Message, "not Ready")
+	}
+	if chart != version {
+		return false, observed, fmt.Sprintf("chart %s is deployed, %s expected", chart, version)
+	}
+	return true, observed, ""
+}
+
+// deployedChartVersion is the chart version of the HelmRelease's latest
+// release (status.history[0]), or the last attempted revision.
+func deployedChartVersion(u *unstructured.Unstructured) string {
+	if hist, ok, _ := unstructured.NestedSlice(u.Object, "status", "history"); ok && len(hist) > 0 {
+		if h, ok := hist[0].(map[string]any); ok {
+			if v, ok := h["chartVersion"].(string); ok {
+				return v
+			}
+		}
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
+	return v
+}
+
+// stateReady judges GPU Operator objects, which report status.state.
+func stateReady(u *unstructured.Unstructured, what string) (bool, string, string) {
+	if u == nil {
+		return false, "missing", what + " does not exist"
+	}
+	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+	if state != "ready" {
+		return false, cmpOr(state, "no state"), what + " is not ready"
+	}
+	return true, state, ""
+}
+
+func nodeChecks(e Expected, nodes []corev1.Node) []Check {
+	var checks []Check
+	quarantined := 0
+	for _, pool := range e.Pools {
+		var members []corev1.Node
+		for _, n := range nodes {
+			if n.Labels[render.LabelGPUProduct] != pool.Product {
+				continue
+			}
+			if e.SharedProduct[pool.Name] && n.Labels[render.LabelPool] != pool.Name {
+				continue
+			}
+			members = append(members, n)
+		}
+		var wrongDriver, notReady, signals []string
+		for _, n := range members {
+			if n.Labels[LabelQuarantined] == "true" {
+				quarantined++
+			}
+			if v := n.Labels[labelDriverFull]; v != e.Release.Driver {
+				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
+			}
+			if !nodeReady(n) {
+				notReady = append(notReady, n.Name)
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Status == corev1.ConditionTrue && slices.Contains(e.SignalConditions, string(c.Type)) {
+					signals = append(signals, fmt.Sprintf("%s: %s", n.Name, c.Type))
+				}
+			}
+		}
+		name := "nodes/" + pool.Name
+		c := Check{Cluster: e.Cluster, Name: name + "/driver", Status: Pass, Expected: fmt.Sprintf("%d nodes on driver %s", pool.Nodes, e.Release.Driver), Observed: fmt.Sprintf("%d of %d on %s", len(members)-len(wrongDriver), len(members), e.Release.Driver)}
+		switch {
+		case len(members) == 0:
+			c.Status, c.Message = Fail, "no node of the pool found (label "+render.LabelGPUProduct+"="+pool.Product+")"
+		case len(wrongDriver) > 0:
+			c.Status, c.Message = Fail, "on another driver: "+strings.Join(wrongDriver, ", ")
+		}
+		checks = append(checks, c)
+		ready := Check{Cluster: e.Cluster, Name: name + "/ready", Status: Pass, Expected: "all Ready", Observed: fmt.Sprintf("%d of %d Ready", len(members)-len(notReady), len(members))}
+		if len(notReady) > 0 {
+			ready.Status, ready.Message = Fail, "not Ready: "+strings.Join(notReady, ", ")
+		}
+		checks = append(checks, ready)
+		sig := Check{Cluster: e.Cluster, Name: name + "/gpu-errors", Status: Pass, Expected: "no " + strings.Join(e.SignalConditions, "/"), Observed: fmt.Sprintf("%d active", len(signals))}
+		if len(signals) > 0 {
+			sig.Status, sig.Message = Fail, "active GPU error signals: "+strings.Join(signals, ", ")
+		}
+		checks = append(checks, sig)
+	}
+	q := Check{Cluster: e.Cluster, Name: "nodes/quarantined", Status: Pass, Expected: fmt.Sprintf("at most %d", e.MaxQuarantined), Observed: fmt.Sprint(quarantined)}
+	if quarantined > e.MaxQuarantined {
+		q.Status, q.Message = Fail, "more quarantined nodes than the failure budget allows"
+	}
+	return append(checks, q)
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, string) {
+	if dr == nil {
+		return false, "missing", "the DriverRollout does not exist: has the lifecycle step been applied?"
+	}
+	observed := fmt.Sprintf("%s, %d/%d done, budget used %d of %d", cmpOr(string(dr.Status.Phase), "no phase"), dr.Status.Nodes.Done, dr.Status.Total, dr.Status.BudgetUsed, dr.Spec.FailureBudget)
+	if dr.Spec.TargetVersion != e.Release.Driver {
+		return false, observed, fmt.Sprintf("the DriverRollout targets %s, the release's driver is %s", dr.Spec.TargetVersion, e.Release.Driver)
+	}
+	if dr.Status.ObservedGeneration != dr.Generation {
+		return false, observed, "the controller has not observed the latest spec yet"
+	}
+	if c := condition(dr, v1alpha1.ConditionStalled); c != nil && c.Status == "True" {
+		return false, observed, "Stalled: " + c.Message
+	}
+	if dr.Status.BudgetUsed > dr.Spec.FailureBudget {
+		return false, observed, "the failure budget is exceeded"
+	}
+	if c := condition(dr, v1alpha1.ConditionCompleted); c == nil || c.Status != "True" || dr.Status.Phase != v1alpha1.PhaseCompleted {
+		return false, observed, "the rollout has not completed"
+	}
+	return true, observed, ""
+}
+
+func condition(dr *v1alpha1.DriverRollout, t string) *struct{ Status, Message string } {
+	for _, c := range dr.Status.Conditions {
+		if c.Type == t {
+			return &struct{ Status, Message string }{string(c.Status), c.Message}
+		}
+	}
+	return nil
+}
+
+func shortRev(rev string) string {
+	if i := strings.LastIndex(rev, ":"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return cmpOr(rev, "none")
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,156 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+const rev = "0123456789abcdef0123456789abcdef01234567"
+
+func exampleExpect(t *testing.T, cluster string) Expected {
+	t.Helper()
+	f, err := fleet.Load("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Stack = nil // the stack's Kustomizations are checked the same way
+	return Expect(f, cluster, rev)
+}
+
+// healthy builds the observations of a cluster that converged on e.
+func healthy(e Expected) Observed {
+	o := Observed{Kustomizations: map[string]*unstructured.Unstructured{}, HelmReleases: map[string]*unstructured.Unstructured{}, NVIDIADrivers: map[string]*unstructured.Unstructured{}}
+	for _, k := range e.Kustomizations {
+		o.Kustomizations[k] = fluxObject("Kustomization", k, map[string]any{"lastAppliedRevision": "main@sha1:" + rev})
+	}
+	for key, v := range e.HelmReleases {
+		o.HelmReleases[key] = fluxObject("HelmRelease", key, map[string]any{"history": []any{map[string]any{"chartVersion": v}}})
+	}
+	o.ClusterPolicy = &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"state": "ready"}}}
+	for _, n := range e.NVIDIADrivers {
+		o.NVIDIADrivers[n] = &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": n}, "status": map[string]any{"state": "ready"}}}
+	}
+	for _, p := range e.Pools {
+		for i := 0; i < p.Nodes; i++ {
+			o.Nodes = append(o.Nodes, corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-" + string(rune('a'+i)), Labels: map[string]string{
+					"nvidia.com/gpu.product": p.Product, "gpufleet.io/pool": p.Name, labelDriverFull: e.Release.Driver,
+				}},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+			})
+		}
+	}
+	o.Rollout = &v1alpha1.DriverRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: e.Rollout, Generation: 2},
+		Spec:       v1alpha1.DriverRolloutSpec{TargetVersion: e.Release.Driver, FailureBudget: 1},
+		Status: v1alpha1.DriverRolloutStatus{ObservedGeneration: 2, Phase: v1alpha1.PhaseCompleted, Total: 4, Nodes: v1alpha1.NodeCounts{Done: 4},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCompleted, Status: metav1.ConditionTrue}}},
+	}
+	return o
+}
+
+func fluxObject(kind, name string, status map[string]any) *unstructured.Unstructured {
+	status["conditions"] = []any{map[string]any{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "ok"}}
+	status["observedGeneration"] = int64(1)
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetGeneration(1)
+	return u
+}
+
+func TestEvaluate(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(e Expected, o *Observed)
+		// want is the one failing check and a piece of its message.
+		want, msg string
+	}{
+		{"healthy", func(Expected, *Observed) {}, "", ""},
+		{"Kustomization not Ready", func(_ Expected, o *Observed) {
+			_ = unstructured.SetNestedSlice(o.Kustomizations["config"].Object, []any{map[string]any{"type": "Ready", "status": "False", "reason": "HealthCheckFailed", "message": "timeout waiting for NVIDIADriver"}}, "status", "conditions")
+		}, "flux/Kustomization/config", "timeout waiting for NVIDIADriver"},
+		{"Kustomization suspended", func(_ Expected, o *Observed) {
+			_ = unstructured.SetNestedField(o.Kustomizations["operators"].Object, true, "spec", "suspend")
+		}, "flux/Kustomization/operators", "suspended"},
+		{"Kustomization at a stale revision", func(_ Expected, o *Observed) {
+			_ = unstructured.SetNestedField(o.Kustomizations["lifecycle"].Object, "main@sha1:fedcba", "status", "lastAppliedRevision")
+		}, "flux/Kustomization/lifecycle", "has not applied the expected revision"},
+		{"Kustomization missing", func(_ Expected, o *Observed) { o.Kustomizations["config"] = nil }, "flux/Kustomization/config", "does not exist"},
+		{"HelmRelease at the wrong chart version", func(_ Expected, o *Observed) {
+			_ = unstructured.SetNestedSlice(o.HelmReleases["gpu-operator/gpu-operator"].Object, []any{map[string]any{"chartVersion": "v24.9.2"}}, "status", "history")
+		}, "flux/HelmRelease/gpu-operator/gpu-operator", "chart v24.9.2 is deployed, v25.3.4 expected"},
+		{"ClusterPolicy not ready", func(_ Expected, o *Observed) {
+			o.ClusterPolicy.Object["status"] = map[string]any{"state": "notReady"}
+		}, "gpu-operator/ClusterPolicy", "not ready"},
+		{"node on the old driver", func(_ Expected, o *Observed) { o.Nodes[1].Labels[labelDriverFull] = "550.54.15" }, "nodes/h100/driver", "h100-b=550.54.15"},
+		{"node with an XID", func(_ Expected, o *Observed) {
+			o.Nodes[2].Status.Conditions = append(o.Nodes[2].Status.Conditions, corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue})
+		}, "nodes/h100/gpu-errors", "h100-c: GpuXidError"},
+		{"node NotReady", func(_ Expected, o *Observed) { o.Nodes[0].Status.Conditions[0].Status = corev1.ConditionFalse }, "nodes/h100/ready", "not Ready: h100-a"},
+		{"too many quarantined nodes", func(_ Expected, o *Observed) {
+			o.Nodes[0].Labels[LabelQuarantined], o.Nodes[1].Labels[LabelQuarantined] = "true", "true"
+		}, "nodes/quarantined", "more quarantined nodes than the failure budget allows"},
+		{"DriverRollout Stalled", func(_ Expected, o *Observed) {
+			o.Rollout.Status.Conditions = append(o.Rollout.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Message: "canary h100-a failed its install"})
+		}, "lifecycle/DriverRollout/r2026-06", "Stalled: canary h100-a failed its install"},
+		{"DriverRollout over budget", func(_ Expected, o *Observed) { o.Rollout.Status.BudgetUsed = 2 }, "lifecycle/DriverRollout/r2026-06", "failure budget is exceeded"},
+		{"DriverRollout not done", func(_ Expected, o *Observed) {
+			o.Rollout.Status.Phase = v1alpha1.PhaseWaitingForApproval
+			o.Rollout.Status.Conditions = nil
+		}, "lifecycle/DriverRollout/r2026-06", "has not completed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := exampleExpect(t, "stg-h100")
+			o := healthy(e)
+			tt.break_(e, &o)
+			checks := Evaluate(e, o)
+			var failed []Check
+			for _, c := range checks {
+				if c.Status != Pass {
+					failed = append(failed, c)
+				}
+			}
+			if tt.want == "" {
+				if len(failed) > 0 {
+					t.Fatalf("a healthy cluster failed: %+v", failed)
+				}
+				if len(checks) < 10 {
+					t.Errorf("only %d checks made", len(checks))
+				}
+				return
+			}
+			if len(failed) != 1 || failed[0].Name != tt.want || !strings.Contains(failed[0].Message, tt.msg) {
+				t.Errorf("want exactly %s failing with %q, got %+v", tt.want, tt.msg, failed)
+			}
+		})
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		statuses []Status
+		want     Status
+	}{
+		{[]Status{Pass, Pass}, Pass},
+		{[]Status{Pass, Unknown}, Unknown},
+		{[]Status{Unknown, Fail}, Fail},
+		{nil, Unknown},
+	} {
+		r := &Report{}
+		for _, s := range tt.statuses {
+			r.Checks = append(r.Checks, Check{Status: s})
+		}
+		if got := r.Verdict(); got != tt.want {
+			t.Errorf("%v: got %s, want %s", tt.statuses, got, tt.want)
+		}
+	}
+}

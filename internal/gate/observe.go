@@ -1,0 +1,117 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+var (
+	gvkKustomization = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
+	gvkHelmRelease   = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
+	gvkClusterPolicy = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicyList"}
+	gvkNVIDIADriver  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
+)
+
+// Scheme holds the typed kinds the gate reads; the rest it reads unstructured.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	return s
+}
+
+// errUnreadable marks a read that failed for another reason than absence:
+// the gate cannot judge, so the check is Unknown rather than Fail.
+var errUnreadable = errors.New("could not read")
+
+// Observe reads what Evaluate needs from one cluster. A missing object (or
+// a kind the cluster does not know) is recorded as nil; any other error
+// aborts, because the gate could not find out.
+func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error) {
+	o := Observed{
+		Kustomizations: map[string]*unstructured.Unstructured{},
+		HelmReleases:   map[string]*unstructured.Unstructured{},
+		NVIDIADrivers:  map[string]*unstructured.Unstructured{},
+	}
+	get := func(gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		err := c.Get(ctx, key, u)
+		switch {
+		case err == nil:
+			return u, nil
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			return nil, nil
+		default:
+			return nil, fmt.Errorf("%w %s %s: %w", errUnreadable, gvk.Kind, key, err)
+		}
+	}
+	for _, name := range e.Kustomizations {
+		u, err := get(gvkKustomization, client.ObjectKey{Namespace: "flux-system", Name: name})
+		if err != nil {
+			return o, err
+		}
+		o.Kustomizations[name] = u
+	}
+	for key := range e.HelmReleases {
+		ns, name, _ := cutKey(key)
+		u, err := get(gvkHelmRelease, client.ObjectKey{Namespace: ns, Name: name})
+		if err != nil {
+			return o, err
+		}
+		o.HelmReleases[key] = u
+	}
+	for _, name := range e.NVIDIADrivers {
+		u, err := get(gvkNVIDIADriver, client.ObjectKey{Name: name})
+		if err != nil {
+			return o, err
+		}
+		o.NVIDIADrivers[name] = u
+	}
+	// The GPU Operator makes one ClusterPolicy; its name is the chart's choice.
+	policies := &unstructured.UnstructuredList{}
+	policies.SetGroupVersionKind(gvkClusterPolicy)
+	switch err := c.List(ctx, policies); {
+	case err == nil:
+		if len(policies.Items) > 0 {
+			o.ClusterPolicy = &policies.Items[0]
+		}
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+	default:
+		return o, fmt.Errorf("%w ClusterPolicies: %w", errUnreadable, err)
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return o, fmt.Errorf("%w nodes: %w", errUnreadable, err)
+	}
+	o.Nodes = nodes.Items
+	dr := &v1alpha1.DriverRollout{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: e.Rollout}, dr); {
+	case err == nil:
+		o.Rollout = dr
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	default:
+		return o, fmt.Errorf("%w DriverRollout %s: %w", errUnreadable, e.Rollout, err)
+	}
+	return o, nil
+}
+
+func cutKey(key string) (ns, name string, ok bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:], true
+		}
+	}
+	return "", key, false
+}

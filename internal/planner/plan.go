@@ -1,0 +1,251 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// Defaults applied when a spec field is zero, matching the CRD's defaults, so
+// that a spec built in Go (tests, simulate) behaves like one from the API.
+const (
+	DefaultSoak            = 30 * time.Minute
+	DefaultDrainTimeout    = 30 * time.Minute
+	DefaultInstallTimeout  = 20 * time.Minute
+	DefaultValidateTimeout = 10 * time.Minute
+)
+
+// Settings are a spec's numbers with defaults applied.
+type Settings struct {
+	Parallel        int
+	MaxUnavailable  int
+	Soak            time.Duration
+	DrainTimeout    time.Duration
+	InstallTimeout  time.Duration
+	ValidateTimeout time.Duration
+	FailureBudget   int
+}
+
+// SettingsFor resolves spec's numbers for a rollout over total nodes.
+func SettingsFor(spec *v1alpha1.DriverRolloutSpec, total int) Settings {
+	orDefault := func(d metav1.Duration, def time.Duration) time.Duration {
+		if d.Duration <= 0 {
+			return def
+		}
+		return d.Duration
+	}
+	return Settings{
+		Parallel:        max(int(spec.ParallelNodes), 1),
+		MaxUnavailable:  MaxUnavailable(spec.MaxUnavailable, total),
+		Soak:            orDefault(spec.Soak, DefaultSoak),
+		DrainTimeout:    orDefault(spec.Timeouts.Drain, DefaultDrainTimeout),
+		InstallTimeout:  orDefault(spec.Timeouts.Install, DefaultInstallTimeout),
+		ValidateTimeout: orDefault(spec.Timeouts.Validate, DefaultValidateTimeout),
+		FailureBudget:   max(int(spec.FailureBudget), 0),
+	}
+}
+
+// MaxUnavailable resolves a count or percentage of total nodes. A percentage
+// rounds down but never below one: "10%" of five nodes would otherwise be
+// zero, and a rollout that may never take a node out never moves.
+func MaxUnavailable(v *intstr.IntOrString, total int) int {
+	if v == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// work is the planner's running view of one selected node, updated as
+// transitions are decided so that a slot freed in this pass is refilled in
+// this pass.
+type work struct {
+	n             *Node
+	phase         v1alpha1.NodePhase
+	failed        bool
+	unschedulable bool
+	adminCordoned bool
+	canary        bool
+	outOfService  bool
+}
+
+// unavailable: out of service for any reason. maxUnavailable bounds these.
+func (w *work) unavailable() bool {
+	return w.unschedulable || !w.n.Ready || w.outOfService ||
+		inFlight(w.phase) || w.phase == v1alpha1.NodeQuarantined
+}
+
+// planner holds one pass's state.
+type planner struct {
+	ro       *v1alpha1.DriverRollout
+	spec     *v1alpha1.DriverRolloutSpec
+	now      time.Time
+	set      Settings
+	cal      Calendar
+	nodes    []work // selected nodes in name order
+	out      []Transition
+	next     time.Time
+	problems []string // a spec the planner cannot act on (bad selector)
+	blocked  string   // why pending nodes wait although the gate is open
+}
+
+// Plan decides the next transitions for snap's rollout at now.
+func Plan(snap Snapshot, now time.Time) Result {
+	p := newPlanner(snap, now)
+	if len(p.problems) == 0 {
+		p.progress()
+		p.start()
+	}
+	return Result{Transitions: p.out, Status: p.status(), NextCheck: p.next}
+}
+
+func newPlanner(snap Snapshot, now time.Time) *planner {
+	p := &planner{ro: snap.Rollout, spec: &snap.Rollout.Spec, now: now}
+	p.cal = NewCalendar(p.spec)
+	sel, err := metav1.LabelSelectorAsSelector(&p.spec.NodeSelector)
+	if err != nil {
+		p.problems = append(p.problems, fmt.Sprintf("invalid node selector: %v", err))
+		sel = labels.Nothing()
+	}
+	var oos []labels.Selector
+	for i := range p.spec.OutOfService {
+		s, err := metav1.LabelSelectorAsSelector(&p.spec.OutOfService[i])
+		if err != nil {
+			p.problems = append(p.problems, fmt.Sprintf("invalid outOfService selector: %v", err))
+			continue
+		}
+		oos = append(oos, s)
+	}
+	// One allocation for every node's work: the planner runs on every
+	// reconcile of pools of thousands of nodes.
+	works := make([]work, 0, len(snap.Nodes))
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		set := labels.Set(n.Labels)
+		if !sel.Matches(set) {
+			continue
+		}
+		w := work{n: n, phase: phaseOf(n), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned}
+		for _, s := range oos {
+			if s.Matches(set) {
+				w.outOfService = true
+				break
+			}
+		}
+		works = append(works, w)
+	}
+	// Name order makes every decision deterministic; the controller and the
+	// simulator usually hand the nodes over sorted already.
+	byName := func(a, b work) int { return strings.Compare(a.n.Name, b.n.Name) }
+	if !slices.IsSortedFunc(works, byName) {
+		slices.SortFunc(works, byName)
+	}
+	p.nodes = works
+	p.set = SettingsFor(p.spec, len(p.nodes))
+	p.markCanary()
+	return p
+}
+
+// markCanary picks the canary nodes. Once the status records them they stay
+// chosen, so adding a node or renaming one never moves the canary mid-rollout.
+func (p *planner) markCanary() {
+	names := p.ro.Status.Canary.Nodes
+	if len(names) == 0 {
+		names = p.spec.Canary.Nodes
+	}
+	if len(names) > 0 {
+		for i := range p.nodes {
+			w := &p.nodes[i]
+			w.canary = slices.Contains(names, w.n.Name)
+		}
+		return
+	}
+	count := 0
+	if p.spec.Canary.Count != nil {
+		count = int(*p.spec.Canary.Count)
+	}
+	for i := 0; i < count && i < len(p.nodes); i++ {
+		p.nodes[i].canary = true
+	}
+}
+
+// wake records a time at which the plan may change by itself.
+func (p *planner) wake(t time.Time) {
+	if t.After(p.now) && (p.next.IsZero() || t.Before(p.next)) {
+		p.next = t
+	}
+}
+
+// move records a transition and updates the running view.
+func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(*Transition)) {
+	t := Transition{Node: w.n.Name, From: w.phase, To: to, Reason: reason}
+	if edit != nil {
+		edit(&t)
+	}
+	w.phase = to
+	// The node's next deadline (timeout or soak end) runs from now: ask to
+	// be woken for it, as nothing else may happen before it.
+	if d := p.deadline(to); d > 0 {
+		p.wake(p.now.Add(d))
+	}
+	if t.Failure {
+		w.failed = true
+	}
+	if t.Cordon {
+		w.unschedulable = true
+	}
+	if t.RecordAdminCordon {
+		w.adminCordoned = true
+	}
+	if t.Uncordon {
+		w.unschedulable = false
+	}
+	p.out = append(p.out, t)
+}
+
+func (p *planner) failures() int {
+	n := 0
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if w.failed {
+			n++
+		}
+	}
+	return n
+}
+
+// deadline is how long a node may stay in phase ph before the planner acts
+// by itself; zero for phases that wait only for observations.
+func (p *planner) deadline(ph v1alpha1.NodePhase) time.Duration {
+	switch ph {
+	case v1alpha1.NodeDraining:
+		return p.set.DrainTimeout
+	case v1alpha1.NodeInstalling:
+		return p.set.InstallTimeout
+	case v1alpha1.NodeValidating:
+		return p.set.ValidateTimeout
+	case v1alpha1.NodeSoaking:
+		return p.set.Soak
+	case v1alpha1.NodeRollingBack:
+		return p.rollbackTimeout()
+	}
+	return 0
+}
+
+// plural writes "1 node", "2 nodes".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,203 @@
+// Package plannertest holds fluent builders of rollouts and nodes for the
+// tests of the planner, the simulator and the commands built on them.
+package plannertest
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
+
+// Versions the builders use unless told otherwise.
+const (
+	Target   = "580.95.05"
+	Previous = "570.172.08"
+	PoolKey  = "gpufleet.io/pool"
+	Pool     = "h100"
+)
+
+// RolloutBuilder builds a DriverRollout.
+type RolloutBuilder struct{ r *v1alpha1.DriverRollout }
+
+// Rollout starts a rollout called name over the h100 pool: no canary, one
+// node at a time, everything else at its default.
+func Rollout(name string) *RolloutBuilder {
+	return &RolloutBuilder{r: &v1alpha1.DriverRollout{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindDriverRollout},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec: v1alpha1.DriverRolloutSpec{
+			TargetVersion:   Target,
+			PreviousVersion: Previous,
+			NodeSelector:    metav1.LabelSelector{MatchLabels: map[string]string{PoolKey: Pool}},
+			ParallelNodes:   1,
+		},
+	}}
+}
+
+// Canary sets a canary count.
+func (b *RolloutBuilder) Canary(n int32) *RolloutBuilder { b.r.Spec.Canary.Count = &n; return b }
+
+// CanaryNodes names the canary nodes.
+func (b *RolloutBuilder) CanaryNodes(names ...string) *RolloutBuilder {
+	b.r.Spec.Canary.Nodes = names
+	return b
+}
+
+// AutoApprove lets a clean canary approve the rollout.
+func (b *RolloutBuilder) AutoApprove() *RolloutBuilder {
+	b.r.Spec.Canary.AutoApproveAfterSoak = true
+	return b
+}
+
+// Approval sets spec.approval.
+func (b *RolloutBuilder) Approval(s string) *RolloutBuilder { b.r.Spec.Approval = s; return b }
+
+// Approved sets spec.approval to the rollout's own name.
+func (b *RolloutBuilder) Approved() *RolloutBuilder { return b.Approval(b.r.Name) }
+
+// Parallel sets parallelNodes.
+func (b *RolloutBuilder) Parallel(n int32) *RolloutBuilder { b.r.Spec.ParallelNodes = n; return b }
+
+// MaxUnavailable sets a count.
+func (b *RolloutBuilder) MaxUnavailable(n int32) *RolloutBuilder {
+	v := intstr.FromInt32(n)
+	b.r.Spec.MaxUnavailable = &v
+	return b
+}
+
+// MaxUnavailablePercent sets a percentage such as "10%".
+func (b *RolloutBuilder) MaxUnavailablePercent(p string) *RolloutBuilder {
+	v := intstr.FromString(p)
+	b.r.Spec.MaxUnavailable = &v
+	return b
+}
+
+// Window adds a maintenance window.
+func (b *RolloutBuilder) Window(start, end, tz string, days ...v1alpha1.Weekday) *RolloutBuilder {
+	b.r.Spec.Windows = append(b.r.Spec.Windows, v1alpha1.MaintenanceWindow{Days: days, Start: start, End: end, TimeZone: tz})
+	return b
+}
+
+// Freeze adds a freeze.
+func (b *RolloutBuilder) Freeze(start, end time.Time, reason string) *RolloutBuilder {
+	b.r.Spec.Freezes = append(b.r.Spec.Freezes, v1alpha1.FreezePeriod{Start: metav1.NewTime(start), End: metav1.NewTime(end), Reason: reason})
+	return b
+}
+
+// Paused sets spec.paused.
+func (b *RolloutBuilder) Paused() *RolloutBuilder { b.r.Spec.Paused = true; return b }
+
+// Abort sets spec.abort.
+func (b *RolloutBuilder) Abort() *RolloutBuilder { b.r.Spec.Abort = true; return b }
+
+// Budget sets the failure budget.
+func (b *RolloutBuilder) Budget(n int32) *RolloutBuilder { b.r.Spec.FailureBudget = n; return b }
+
+// Soak sets the soak.
+func (b *RolloutBuilder) Soak(d time.Duration) *RolloutBuilder {
+	b.r.Spec.Soak = metav1.Duration{Duration: d}
+	return b
+}
+
+// Timeouts sets the drain, install and validate timeouts.
+func (b *RolloutBuilder) Timeouts(drain, install, validate time.Duration) *RolloutBuilder {
+	b.r.Spec.Timeouts = v1alpha1.StepTimeouts{
+		Drain: metav1.Duration{Duration: drain}, Install: metav1.Duration{Duration: install},
+		Validate: metav1.Duration{Duration: validate},
+	}
+	return b
+}
+
+// OutOfService adds a selector of nodes out for other reasons.
+func (b *RolloutBuilder) OutOfService(key, value string) *RolloutBuilder {
+	b.r.Spec.OutOfService = append(b.r.Spec.OutOfService, metav1.LabelSelector{MatchLabels: map[string]string{key: value}})
+	return b
+}
+
+// Build returns the rollout.
+func (b *RolloutBuilder) Build() *v1alpha1.DriverRollout { return b.r.DeepCopy() }
+
+// NodeBuilder builds a planner.Node.
+type NodeBuilder struct{ n planner.Node }
+
+// Node starts a Ready, schedulable h100 node on the previous driver.
+func Node(name string) *NodeBuilder {
+	return &NodeBuilder{n: planner.Node{
+		Name: name, Labels: map[string]string{PoolKey: Pool}, Ready: true,
+		DriverReady: true, DriverVersion: Previous,
+	}}
+}
+
+// Labels replaces the node's labels.
+func (b *NodeBuilder) Labels(kv ...string) *NodeBuilder {
+	b.n.Labels = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.n.Labels[kv[i]] = kv[i+1]
+	}
+	return b
+}
+
+// Cordoned marks the node unschedulable (by someone).
+func (b *NodeBuilder) Cordoned() *NodeBuilder { b.n.Unschedulable = true; return b }
+
+// AdminCordoned marks the node as cordoned by an admin before the rollout.
+func (b *NodeBuilder) AdminCordoned() *NodeBuilder {
+	b.n.Unschedulable, b.n.AdminCordoned = true, true
+	return b
+}
+
+// NotReady marks the node NotReady.
+func (b *NodeBuilder) NotReady() *NodeBuilder { b.n.Ready = false; return b }
+
+// In puts the node in phase since t. In flight phases are cordoned.
+func (b *NodeBuilder) In(p v1alpha1.NodePhase, since time.Time) *NodeBuilder {
+	b.n.Phase, b.n.Since = p, since
+	if planner.InFlight(p) || p == v1alpha1.NodeQuarantined {
+		b.n.Unschedulable = true
+	}
+	return b
+}
+
+// Failed marks the node as failed.
+func (b *NodeBuilder) Failed() *NodeBuilder { b.n.Failed = true; return b }
+
+// Drained marks the node drained.
+func (b *NodeBuilder) Drained() *NodeBuilder { b.n.Drained = true; return b }
+
+// Driver sets the driver pod state and the reported version.
+func (b *NodeBuilder) Driver(ready bool, version string) *NodeBuilder {
+	b.n.DriverReady, b.n.DriverVersion = ready, version
+	return b
+}
+
+// DriverFailed marks the driver pod failed.
+func (b *NodeBuilder) DriverFailed() *NodeBuilder {
+	b.n.DriverReady, b.n.DriverFailed, b.n.DriverVersion = false, true, ""
+	return b
+}
+
+// Signal adds a health signal.
+func (b *NodeBuilder) Signal(at time.Time, reason string) *NodeBuilder {
+	b.n.Signals = append(b.n.Signals, planner.Signal{At: at, Source: "event", Reason: reason})
+	return b
+}
+
+// Build returns the node.
+func (b *NodeBuilder) Build() planner.Node { return b.n }
+
+// Nodes builds n (at most 100) default nodes named prefix-00 … in name order.
+func Nodes(prefix string, n int) []planner.Node {
+	out := make([]planner.Node, n)
+	for i := range out {
+		out[i] = Node(name(prefix, i)).Build()
+	}
+	return out
+}
+
+func name(prefix string, i int) string {
+	return prefix + "-" + string(rune('0'+i/10)) + string(rune('0'+i%10))
+}

@@ -1,0 +1,178 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// progress moves every node in flight forward, or back when it failed, and
+// under abort sends every node that reached the new driver back.
+func (p *planner) progress() {
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if p.spec.Abort && p.abortNode(w) {
+			continue
+		}
+		switch w.phase {
+		case v1alpha1.NodeDraining:
+			p.draining(w)
+		case v1alpha1.NodeInstalling:
+			p.installing(w)
+		case v1alpha1.NodeValidating:
+			p.validating(w)
+		case v1alpha1.NodeSoaking:
+			p.soaking(w)
+		case v1alpha1.NodeRollingBack:
+			p.rollingBack(w)
+		}
+	}
+}
+
+// elapsed is how long the node has been in its phase, as a short string.
+func (p *planner) elapsed(w *work) string { return short(p.now.Sub(w.n.Since)) }
+
+// overdue reports whether the node has been in its phase for d or longer,
+// and otherwise asks to be woken when it will have.
+func (p *planner) overdue(w *work, d time.Duration) bool {
+	deadline := w.n.Since.Add(d)
+	if !p.now.Before(deadline) {
+		return true
+	}
+	p.wake(deadline)
+	return false
+}
+
+func (p *planner) fail(w *work, reason string) {
+	p.move(w, v1alpha1.NodeRollingBack, reason+"; rolling back to "+p.spec.PreviousVersion, func(t *Transition) {
+		t.Failure = true
+		t.Driver = p.spec.PreviousVersion
+		t.Cordon = !w.unschedulable
+	})
+}
+
+func (p *planner) draining(w *work) {
+	switch {
+	case w.n.Drained:
+		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
+			t.Driver = p.spec.TargetVersion
+		})
+	case p.overdue(w, p.set.DrainTimeout):
+		p.fail(w, fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout)))
+	}
+}
+
+func (p *planner) installing(w *work) {
+	switch {
+	case w.n.DriverFailed:
+		p.fail(w, fmt.Sprintf("driver %s failed to install", p.spec.TargetVersion))
+	case w.n.DriverReady && w.n.Ready:
+		p.move(w, v1alpha1.NodeValidating, fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w)), nil)
+	case p.overdue(w, p.set.InstallTimeout):
+		p.fail(w, fmt.Sprintf("driver %s not Ready within %s", p.spec.TargetVersion, short(p.set.InstallTimeout)))
+	}
+}
+
+func (p *planner) validating(w *work) {
+	switch {
+	case w.n.DriverVersion == p.spec.TargetVersion && w.n.Ready:
+		p.move(w, v1alpha1.NodeSoaking, fmt.Sprintf("node reports driver %s; soaking for %s", p.spec.TargetVersion, short(p.set.Soak)), nil)
+	case p.overdue(w, p.set.ValidateTimeout):
+		got := w.n.DriverVersion
+		if got == "" {
+			got = "no version"
+		}
+		p.fail(w, fmt.Sprintf("node reports %s after %s, want %s", got, short(p.set.ValidateTimeout), p.spec.TargetVersion))
+	}
+}
+
+func (p *planner) soaking(w *work) {
+	for _, s := range w.n.Signals {
+		// Signals from before the soak belong to the old driver or an
+		// earlier attempt; only what the new driver caused counts.
+		if s.At.Before(w.n.Since) || s.At.After(p.now) {
+			continue
+		}
+		msg := s.Reason
+		if s.Message != "" {
+			msg += " (" + s.Message + ")"
+		}
+		p.fail(w, fmt.Sprintf("%s %s after %s of soak", s.Source, msg, short(s.At.Sub(w.n.Since))))
+		return
+	}
+	switch {
+	case !w.n.Ready:
+		p.fail(w, fmt.Sprintf("node went NotReady after %s of soak", p.elapsed(w)))
+	case p.overdue(w, p.set.Soak):
+		p.move(w, v1alpha1.NodeDone, p.backInService(w, fmt.Sprintf("soaked %s clean on %s", short(p.set.Soak), p.spec.TargetVersion)), func(t *Transition) {
+			t.Uncordon = !w.adminCordoned
+		})
+	}
+}
+
+// rollbackTimeout bounds a rollback: reinstalling the old driver, then the
+// node reporting it.
+func (p *planner) rollbackTimeout() time.Duration {
+	return p.set.InstallTimeout + p.set.ValidateTimeout
+}
+
+func (p *planner) rollingBack(w *work) {
+	switch {
+	case w.n.DriverFailed:
+		p.quarantine(w, fmt.Sprintf("rollback to %s failed: driver pod failed to install", p.spec.PreviousVersion))
+	case w.n.DriverReady && w.n.Ready && w.n.DriverVersion == p.spec.PreviousVersion:
+		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w))), func(t *Transition) {
+			t.Uncordon = !w.adminCordoned
+		})
+	case p.overdue(w, p.rollbackTimeout()):
+		p.quarantine(w, fmt.Sprintf("rollback to %s not done within %s", p.spec.PreviousVersion, short(p.rollbackTimeout())))
+	}
+}
+
+// backInService appends what happens to the cordon. Note: a node an admin
+// had cordoned before the rollout stays cordoned, because the admin had a
+// reason the rollout does not know.
+func (p *planner) backInService(w *work, reason string) string {
+	if w.adminCordoned {
+		return reason + "; left cordoned as an admin had cordoned it before the rollout"
+	}
+	return reason + "; uncordoned"
+}
+
+func (p *planner) quarantine(w *work, reason string) {
+	p.move(w, v1alpha1.NodeQuarantined, reason+"; quarantined (label and taint), left cordoned", func(t *Transition) {
+		t.Quarantine = true
+		t.Cordon = !w.unschedulable
+	})
+}
+
+// abortNode rolls back a node that has started and not failed. Pending
+// nodes stay untouched; failed ones are already on their way back.
+func (p *planner) abortNode(w *work) bool {
+	switch w.phase {
+	case v1alpha1.NodeDraining, v1alpha1.NodeInstalling, v1alpha1.NodeValidating,
+		v1alpha1.NodeSoaking, v1alpha1.NodeDone:
+	default:
+		return false
+	}
+	from := w.phase
+	p.move(w, v1alpha1.NodeRollingBack, fmt.Sprintf("rollout aborted while %s; rolling back to %s", from, p.spec.PreviousVersion), func(t *Transition) {
+		t.Driver = p.spec.PreviousVersion
+		t.Cordon = !w.unschedulable
+	})
+	return true
+}
+
+// short formats a duration without zero units: 1h30m, 45m, 20s.
+func short(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// gate is why the rollout may or may not start nodes now.
+type gate struct {
+	// open: nodes may start (subject to slots and maxUnavailable).
+	open bool
+	// phase and reason describe a closed gate for the status.
+	phase  v1alpha1.RolloutPhase
+	cond   string // the domain condition that explains it
+	reason string // condition reason
+	msg    string
+	// canaryOnly: only canary nodes may start.
+	canaryOnly bool
+}
+
+// canaryState summarises the canary nodes.
+func (p *planner) canaryState() v1alpha1.CanaryResult {
+	total, done, started := 0, 0, 0
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if !w.canary {
+			continue
+		}
+		total++
+		switch {
+		case w.failed:
+			return v1alpha1.CanaryFailed
+		case w.phase == v1alpha1.NodeDone:
+			// Only Done counts: a canary node rolled back by an abort
+			// is on the old driver and proves nothing about the new one.
+			done++
+		}
+		if w.phase != v1alpha1.NodePending {
+			started++
+		}
+	}
+	switch {
+	case total == 0:
+		return v1alpha1.CanaryNone
+	case done == total:
+		return v1alpha1.CanaryPassed
+	case started > 0:
+		return v1alpha1.CanaryInProgress
+	}
+	return v1alpha1.CanaryPending
+}
+
+func (p *planner) approved() bool { return p.spec.Approval == p.ro.Name }
+
+// gate decides whether nodes may start now, in order of precedence: the
+// first closed gate is the one the status reports.
+func (p *planner) gate() gate {
+	failures := p.failures()
+	switch {
+	case p.spec.Abort:
+		return gate{phase: v1alpha1.PhaseAborting, cond: v1alpha1.ConditionAborted, reason: "Aborted",
+			msg: "spec.abort is set: nothing starts and every node that reached the new driver rolls back"}
+	case failures > p.set.FailureBudget:
+		return gate{phase: v1alpha1.PhaseStalled, cond: v1alpha1.ConditionBudgetExhausted, reason: "BudgetExhausted",
+			msg: fmt.Sprintf("%s failed, more than the failure budget of %d: nothing more starts", plural(failures, "node"), p.set.FailureBudget)}
+	}
+	cs := p.canaryState()
+	switch {
+	case cs == v1alpha1.CanaryFailed:
+		return gate{phase: v1alpha1.PhaseStalled, cond: v1alpha1.ConditionStalled, reason: "CanaryFailed",
+			msg: fmt.Sprintf("a canary node failed on %s: the rollout stops at the canary", p.spec.TargetVersion)}
+	case p.spec.Paused:
+		return gate{phase: v1alpha1.PhasePaused, cond: v1alpha1.ConditionPaused, reason: "Paused",
+			msg: "spec.paused is set: nothing new starts, nodes in flight finish"}
+	case cs == v1alpha1.CanaryPassed && !p.approved() && !p.spec.Canary.AutoApproveAfterSoak:
+		msg := fmt.Sprintf("canary passed; set spec.approval to %q to proceed", p.ro.Name)
+		if p.spec.Approval != "" {
+			msg = fmt.Sprintf("canary passed; spec.approval %q does not name this rollout, set it to %q to proceed", p.spec.Approval, p.ro.Name)
+		}
+		return gate{phase: v1alpha1.PhaseWaitingForApproval, cond: v1alpha1.ConditionWaitingForApproval, reason: "WaitingForApproval", msg: msg}
+	}
+	if ok, why := p.cal.Allowed(p.now); !ok {
+		msg := why
+		if next := p.cal.NextAllowed(p.now); !next.IsZero() {
+			p.wake(next)
+			msg += fmt.Sprintf("; next start possible at %s", next.UTC().Format("2006-01-02 15:04 MST"))
+		}
+		return gate{phase: v1alpha1.PhaseOutsideWindow, cond: v1alpha1.ConditionOutsideWindow, reason: "OutsideWindow", msg: msg}
+	}
+	g := gate{open: true, phase: v1alpha1.PhaseProgressing}
+	if cs == v1alpha1.CanaryPending || cs == v1alpha1.CanaryInProgress {
+		g.canaryOnly = true
+	}
+	return g
+}
+
+// start fills free slots with pending nodes, canary nodes first and alone.
+func (p *planner) start() {
+	g := p.gate()
+	if !g.open {
+		return
+	}
+	inFlightN, unavailable, othersInFlight := 0, 0, 0
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if inFlight(w.phase) {
+			inFlightN++
+			if !w.canary {
+				othersInFlight++
+			}
+		}
+		if w.unavailable() {
+			unavailable++
+		}
+	}
+	if inFlightN >= p.set.Parallel {
+		return
+	}
+	// The canary runs alone: if other nodes are in flight (the canary was
+	// changed mid-rollout, or a canary node joined late), let them finish
+	// first so that the canary's result is its own.
+	if g.canaryOnly && othersInFlight > 0 {
+		p.blocked = fmt.Sprintf("waiting: %s outside the canary still in flight", plural(othersInFlight, "node"))
+		return
+	}
+	// Nodes that are already out of service (cordoned by an admin) cost no
+	// extra unavailability, so they go first (pass 0): upgrading them while
+	// they are out anyway is free, and they may be what frees room for the
+	// rest (pass 1). Two passes rather than two lists: no allocation on
+	// pools of thousands of nodes.
+	started, candidates, notReady, unavailableSkips := 0, 0, 0, 0
+	for pass := range 2 {
+		for i := range p.nodes {
+			w := &p.nodes[i]
+			if w.phase != v1alpha1.NodePending || w.canary != g.canaryOnly || w.unavailable() != (pass == 0) {
+				continue
+			}
+			candidates++
+			if inFlightN >= p.set.Parallel {
+				break
+			}
+			// A NotReady node cannot be drained or validated, and a node
+			// out for other reasons (remediation) belongs to someone else
+			// now: both wait, without blocking the others.
+			if !w.n.Ready || w.outOfService {
+				notReady++
+				continue
+			}
+			cost := 1
+			if w.unavailable() {
+				cost = 0
+			}
+			if unavailable+cost > p.set.MaxUnavailable {
+				unavailableSkips++
+				continue
+			}
+			p.startNode(w, g.canaryOnly)
+			started++
+			inFlightN++
+			unavailable += cost
+		}
+	}
+	// Say why pending nodes wait although the gate is open, so that a
+	// rollout held back by broken nodes explains itself.
+	if started > 0 || candidates == 0 || inFlightN >= p.set.Parallel {
+		return
+	}
+	switch {
+	case unavailableSkips > 0:
+		p.blocked = fmt.Sprintf("waiting: %d of %d nodes unavailable, maxUnavailable %d", unavailable, len(p.nodes), p.set.MaxUnavailable)
+	case notReady > 0:
+		p.blocked = fmt.Sprintf("waiting: %s pending but NotReady or out of service", plural(notReady, "node"))
+	}
+}
+
+func (p *planner) startNode(w *work, canary bool) {
+	what := "node"
+	if canary {
+		what = "canary node"
+	}
+	reason := fmt.Sprintf("%s started: cordoning and draining for driver %s", what, p.spec.TargetVersion)
+	admin := w.unschedulable && !w.adminCordoned
+	if w.unschedulable {
+		reason = fmt.Sprintf("%s started: already cordoned by an admin, draining for driver %s", what, p.spec.TargetVersion)
+	}
+	p.move(w, v1alpha1.NodeDraining, reason, func(t *Transition) {
+		t.Cordon = !w.unschedulable
+		t.RecordAdminCordon = admin
+	})
+}

@@ -1,0 +1,156 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// status summarises the rollout after this pass's transitions. Conditions
+// keep their last transition time from the previous status when unchanged,
+// so writing the status every pass changes nothing and causes no events.
+func (p *planner) status() v1alpha1.DriverRolloutStatus {
+	st := v1alpha1.DriverRolloutStatus{
+		ObservedGeneration: p.ro.Generation,
+		Total:              int32(len(p.nodes)),
+		Conditions:         append([]metav1.Condition(nil), p.ro.Status.Conditions...),
+	}
+	pending, inFlightN := 0, 0
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		countPhase(&st.Nodes, w.phase)
+		if w.failed {
+			st.BudgetUsed++
+		}
+		if w.canary {
+			st.Canary.Nodes = append(st.Canary.Nodes, w.n.Name)
+		}
+		switch {
+		case w.phase == v1alpha1.NodePending:
+			pending++
+		case inFlight(w.phase):
+			inFlightN++
+		}
+	}
+	st.Progress = fmt.Sprintf("%d/%d", st.Nodes.Done, st.Total)
+	st.Canary.Result = p.canaryState()
+
+	var g gate
+	if len(p.problems) > 0 {
+		g = gate{phase: v1alpha1.PhaseStalled, cond: v1alpha1.ConditionStalled, reason: "InvalidSpec", msg: strings.Join(p.problems, "; ")}
+	} else {
+		g = p.gate()
+	}
+	phase := g.phase
+	switch {
+	case len(p.problems) > 0:
+	case p.spec.Abort && inFlightN == 0:
+		phase = v1alpha1.PhaseAborted
+	case p.spec.Abort:
+		phase = v1alpha1.PhaseAborting
+	case pending == 0 && inFlightN == 0 && g.phase != v1alpha1.PhaseStalled:
+		phase = v1alpha1.PhaseCompleted
+	}
+	st.Phase = phase
+	p.conditions(&st, g, inFlightN, pending)
+	return st
+}
+
+func countPhase(c *v1alpha1.NodeCounts, ph v1alpha1.NodePhase) {
+	switch ph {
+	case v1alpha1.NodePending:
+		c.Pending++
+	case v1alpha1.NodeDraining:
+		c.Draining++
+	case v1alpha1.NodeInstalling:
+		c.Installing++
+	case v1alpha1.NodeValidating:
+		c.Validating++
+	case v1alpha1.NodeSoaking:
+		c.Soaking++
+	case v1alpha1.NodeDone:
+		c.Done++
+	case v1alpha1.NodeRollingBack:
+		c.RollingBack++
+	case v1alpha1.NodeRolledBack:
+		c.RolledBack++
+	case v1alpha1.NodeQuarantined:
+		c.Quarantined++
+	}
+}
+
+// conditions sets every condition from the phase, each by one rule, so a
+// condition never contradicts the phase.
+func (p *planner) conditions(st *v1alpha1.DriverRolloutStatus, g gate, inFlightN, pending int) {
+	set := func(typ string, on bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if on {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: p.ro.Generation, LastTransitionTime: metav1.NewTime(p.now),
+		})
+	}
+	done := fmt.Sprintf("%d of %d nodes on %s, %d rolled back, %d quarantined",
+		st.Nodes.Done, st.Total, p.spec.TargetVersion, st.Nodes.RolledBack, st.Nodes.Quarantined)
+	msg := g.msg
+	if msg == "" {
+		msg = fmt.Sprintf("%s in flight, %d pending", plural(inFlightN, "node"), pending)
+		if p.blocked != "" {
+			msg += "; " + p.blocked
+		}
+	}
+	ph := st.Phase
+	reason := string(ph)
+	if ph == v1alpha1.PhaseStalled {
+		reason = g.reason
+	}
+
+	// kstatus: Ready only when finished well; Stalled when it will not go on
+	// by itself; Reconciling while it is working or will resume by itself.
+	switch ph {
+	case v1alpha1.PhaseCompleted:
+		set(v1alpha1.ConditionReady, true, "Completed", done)
+	default:
+		set(v1alpha1.ConditionReady, false, reason, msg)
+	}
+	stalled := ph == v1alpha1.PhaseStalled
+	set(v1alpha1.ConditionStalled, stalled, reasonOr(stalled, reason, "NotStalled"), msgOr(stalled, msg))
+	reconciling := ph == v1alpha1.PhaseProgressing || ph == v1alpha1.PhaseAborting ||
+		ph == v1alpha1.PhaseOutsideWindow || (inFlightN > 0 && !stalled)
+	set(v1alpha1.ConditionReconciling, reconciling, reasonOr(reconciling, reason, "NotReconciling"), msgOr(reconciling, msg))
+
+	set(v1alpha1.ConditionWaitingForApproval, g.cond == v1alpha1.ConditionWaitingForApproval,
+		reasonOr(g.cond == v1alpha1.ConditionWaitingForApproval, "WaitingForApproval", "NotWaiting"),
+		msgOr(g.cond == v1alpha1.ConditionWaitingForApproval, g.msg))
+	outside := g.cond == v1alpha1.ConditionOutsideWindow && pending > 0
+	set(v1alpha1.ConditionOutsideWindow, outside, reasonOr(outside, "OutsideWindow", "InsideWindow"), msgOr(outside, g.msg))
+	set(v1alpha1.ConditionPaused, p.spec.Paused, reasonOr(p.spec.Paused, "Paused", "NotPaused"),
+		msgOr(p.spec.Paused, "spec.paused is set: nothing new starts, nodes in flight finish"))
+	exhausted := int(st.BudgetUsed) > p.set.FailureBudget
+	set(v1alpha1.ConditionBudgetExhausted, exhausted, reasonOr(exhausted, "BudgetExhausted", "WithinBudget"),
+		fmt.Sprintf("%d of %d failures allowed used", st.BudgetUsed, p.set.FailureBudget))
+	completed := ph == v1alpha1.PhaseCompleted
+	set(v1alpha1.ConditionCompleted, completed, reasonOr(completed, "Completed", "NotCompleted"), msgOr(completed, done))
+	aborted := p.spec.Abort
+	set(v1alpha1.ConditionAborted, aborted, reasonOr(aborted, string(ph), "NotAborted"), msgOr(aborted, msg))
+}
+
+func reasonOr(on bool, yes, no string) string {
+	if on {
+		return yes
+	}
+	return no
+}
+
+func msgOr(on bool, msg string) string {
+	if on {
+		return msg
+	}
+	return ""
+}

@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+)
+
+// BenchmarkRollout5000Nodes simulates a whole rollout over 5,000 nodes with
+// random durations and a few failures, the controller acting once a minute
+// at most (see Config.Tick). Target: under 5 s.
+func BenchmarkRollout5000Nodes(b *testing.B) {
+	ro := pt.Rollout("r").Canary(2).AutoApprove().Parallel(50).MaxUnavailablePercent("2%").Budget(100).Build()
+	nodes := Nodes(5000, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	prof := DefaultProfile()
+	prof.InstallFailRate, prof.XIDRate = 0.002, 0.002
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := Run(Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: prof, Tick: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(res.Makespan.Hours(), "sim-hours")
+		b.ReportMetric(float64(res.Steps), "steps")
+	}
+}
+
+// BenchmarkRefillVsLockstep compares, on identical random durations, the
+// makespan of refilling a slot as soon as a node finishes with classic
+// lockstep batches that wait for their slowest node.
+func BenchmarkRefillVsLockstep(b *testing.B) {
+	ro := pt.Rollout("r").Parallel(10).MaxUnavailable(10).Soak(30 * time.Minute).Build()
+	nodes := Nodes(200, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	prof := DefaultProfile()
+	prof.Drain = Dist{Median: 5 * time.Minute, Spread: 0.9} // drains have long tails
+	var refill, lock time.Duration
+	for b.Loop() {
+		r1, err := Run(Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r2, err := Run(Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof, Lockstep: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		refill, lock = r1.Makespan, r2.Makespan
+	}
+	b.ReportMetric(refill.Hours(), "refill-hours")
+	b.ReportMetric(lock.Hours(), "lockstep-hours")
+	b.ReportMetric(lock.Hours()/refill.Hours(), "speedup")
+}

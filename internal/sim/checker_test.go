@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+)
+
+// TestChecker feeds the checker hand-made steps, each breaking one rule, so
+// that a checker that stopped checking would fail here.
+func TestChecker(t *testing.T) {
+	start := func(name string) planner.Transition {
+		return planner.Transition{Node: name, From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started", Cordon: true}
+	}
+	// apply returns the nodes after the transitions.
+	apply := func(nodes []planner.Node, ts ...planner.Transition) []planner.Node {
+		out := append([]planner.Node(nil), nodes...)
+		for _, tr := range ts {
+			for i := range out {
+				if out[i].Name == tr.Node {
+					tr.ApplyTo(&out[i], monday)
+				}
+			}
+		}
+		return out
+	}
+	two := pt.Nodes("gpu", 2)
+	tests := []struct {
+		name    string
+		rollout *v1alpha1.DriverRollout
+		before  []planner.Node
+		ts      []planner.Transition
+		canary  []string
+		want    string // a word of the violation; empty: none
+	}{
+		{"a clean start", pt.Rollout("r").Build(), two, []planner.Transition{start("gpu-00")}, nil, ""},
+		{"too many unavailable", pt.Rollout("r").Parallel(2).Build(), two, []planner.Transition{start("gpu-00"), start("gpu-01")}, nil, "maxUnavailable 1"},
+		{"too many in flight", pt.Rollout("r").MaxUnavailable(2).Build(), two, []planner.Transition{start("gpu-00"), start("gpu-01")}, nil, "parallelNodes 1"},
+		{"outside the window", pt.Rollout("r").Window("22:00", "23:00", "UTC").Build(), two, []planner.Transition{start("gpu-00")}, nil, "outside every maintenance window"},
+		{"paused", pt.Rollout("r").Paused().Build(), two, []planner.Transition{start("gpu-00")}, nil, "paused=true"},
+		{"past the canary unapproved", pt.Rollout("r").Canary(1).Build(),
+			[]planner.Node{pt.Node("gpu-00").In(v1alpha1.NodeDone, monday).Build(), pt.Node("gpu-01").Build()},
+			[]planner.Transition{start("gpu-01")}, []string{"gpu-00"}, "without approval"},
+		{"before the canary passed", pt.Rollout("r").Canary(1).Approved().Build(), two,
+			[]planner.Transition{start("gpu-01")}, []string{"gpu-00"}, "before the canary passed"},
+		{"over budget", pt.Rollout("r").Build(),
+			[]planner.Node{pt.Node("gpu-00").In(v1alpha1.NodeRolledBack, monday).Failed().Build(), pt.Node("gpu-01").Build()},
+			[]planner.Transition{start("gpu-01")}, nil, "budget 0"},
+		{"forbidden move", pt.Rollout("r").Build(), two,
+			[]planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDone, Reason: "x"}}, nil, "forbidden move"},
+		{"no reason", pt.Rollout("r").Build(), two,
+			[]planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining}}, nil, "without a reason"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewChecker()
+			res := planner.Result{Transitions: tt.ts}
+			res.Status.Canary.Nodes = tt.canary
+			c.Step(Step{At: monday, Rollout: tt.rollout, Before: tt.before, After: apply(tt.before, tt.ts...), Result: res})
+			got := strings.Join(c.Violations(), "\n")
+			if tt.want == "" {
+				if diff := cmp.Diff("", got); diff != "" {
+					t.Errorf("violations (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q do not mention %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckerFinal(t *testing.T) {
+	ro := pt.Rollout("r").Build()
+	c := NewChecker()
+	before := pt.Nodes("gpu", 3)
+	after := append([]planner.Node(nil), before...)
+	tr := planner.Transition{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started", Cordon: true}
+	tr.ApplyTo(&after[0], monday)
+	c.Step(Step{At: monday, Rollout: ro, Before: before, After: after, Result: planner.Result{Transitions: []planner.Transition{tr}}})
+	after[1].Phase = v1alpha1.NodeDone // moved without a transition
+	after[2].Phase = v1alpha1.NodePending
+	c.Final(ro, after)
+	want := []string{
+		"at the end: gpu-00 was started and ended Draining",
+		"at the end: gpu-01 was never started but ended Done",
+	}
+	if diff := cmp.Diff(want, c.Violations()); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,13 @@
+// Package sim is a discrete-event simulator of a cluster's GPU nodes under a
+// DriverRollout: the "world" the planner acts on. It models what the
+// lifecycle controller and the node agent do for each transition (cordon,
+// drain, flip the driver label, the driver pod installing, GPU Feature
+// Discovery reporting a version, health signals during the soak, a rollback
+// succeeding or not) with durations drawn from seeded distributions, and
+// jumps the clock from one event to the next, so a rollout of thousands of
+// nodes over days of maintenance windows runs in well under a second.
+//
+// The same planner.Plan that the controller runs drives it. Golden
+// transcripts of whole rollouts, the randomized invariant runs and
+// `gpufleet simulate` are all built on Run.
+package sim

@@ -1,0 +1,269 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+)
+
+// seeds is how many random rollouts TestInvariants runs: 1,000 by default
+// (a few seconds), more with GPUFLEET_SIM_SEEDS (make soak-sim).
+func seeds(t *testing.T) int {
+	n := 1000
+	if v := os.Getenv("GPUFLEET_SIM_SEEDS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("GPUFLEET_SIM_SEEDS=%q is not a positive count", v)
+		}
+	}
+	if testing.Short() {
+		n = min(n, 200)
+	}
+	return n
+}
+
+// randomConfig draws a small rollout with everything that can go wrong:
+// failing installs and rollbacks, XIDs, wrong versions, nodes going
+// NotReady, admins cordoning, windows, freezes, remediation labels, and a
+// script of approvals (right and wrong), pauses and aborts.
+func randomConfig(seed uint64) Config {
+	r := rand.New(rand.NewPCG(seed, 42))
+	name := "r" + strconv.FormatUint(seed, 10)
+	b := pt.Rollout(name).
+		Parallel(int32(1+r.IntN(5))).
+		Budget(int32(r.IntN(4))).
+		Soak(time.Duration(5+r.IntN(60))*time.Minute).
+		Timeouts(time.Duration(5+r.IntN(30))*time.Minute, time.Duration(5+r.IntN(20))*time.Minute, time.Duration(2+r.IntN(10))*time.Minute).
+		OutOfService("gpufleet.io/remediation", "true")
+	if r.IntN(3) == 0 {
+		b.MaxUnavailablePercent(fmt.Sprintf("%d%%", 1+r.IntN(60)))
+	} else {
+		b.MaxUnavailable(int32(1 + r.IntN(5)))
+	}
+	switch r.IntN(3) {
+	case 0:
+		b.Canary(int32(1 + r.IntN(2)))
+	case 1:
+		b.CanaryNodes("gpu-01")
+	}
+	if r.IntN(3) == 0 {
+		b.AutoApprove()
+	}
+	if r.IntN(2) == 0 {
+		tz := []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[r.IntN(4)]
+		start := r.IntN(24)
+		end := (start + 2 + r.IntN(20)) % 24
+		var days []v1alpha1.Weekday
+		if r.IntN(2) == 0 {
+			days = []v1alpha1.Weekday{v1alpha1.Monday, v1alpha1.Wednesday, v1alpha1.Friday, v1alpha1.Saturday}
+		}
+		b.Window(fmt.Sprintf("%02d:00", start), fmt.Sprintf("%02d:30", end), tz, days...)
+	}
+	if r.IntN(3) == 0 {
+		from := monday.Add(time.Duration(r.IntN(48)) * time.Hour)
+		b.Freeze(from, from.Add(time.Duration(1+r.IntN(36))*time.Hour), "random freeze")
+	}
+	ro := b.Build()
+
+	n := 3 + r.IntN(28)
+	nodes := pt.Nodes("gpu", n)
+	for i := range nodes {
+		switch r.IntN(12) {
+		case 0:
+			nodes[i].Unschedulable = true // cordoned by an admin before the rollout
+		case 1:
+			nodes[i].Ready = false
+		case 2:
+			nodes[i].Labels = map[string]string{pt.PoolKey: "a100"} // not selected
+		}
+	}
+	prof := DefaultProfile()
+	prof.InstallFailRate = r.Float64() * 0.3
+	prof.WrongVersionRate = r.Float64() * 0.05
+	prof.XIDRate = r.Float64() * 0.2
+	prof.RollbackFailRate = r.Float64() * 0.5
+	prof.NotReadyRate = r.Float64() * 0.3
+	prof.AdminCordonRate = r.Float64() * 0.2
+
+	var script []Event
+	at := func() time.Duration { return time.Duration(r.IntN(72*60)) * time.Minute }
+	for range r.IntN(4) {
+		switch r.IntN(6) {
+		case 0, 1:
+			script = append(script, Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = name })})
+		case 2:
+			script = append(script, Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "someone-else" })})
+		case 3:
+			p := at()
+			script = append(script,
+				Event{At: p, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = true })},
+				Event{At: p + time.Duration(r.IntN(600))*time.Minute, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })})
+		case 4:
+			script = append(script, Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Abort = true })})
+		case 5:
+			node := nodes[r.IntN(n)].Name
+			p := at()
+			script = append(script,
+				Event{At: p, Do: func(w *World) { w.SetLabel(node, "gpufleet.io/remediation", "true") }},
+				Event{At: p + 3*time.Hour, Do: func(w *World) { w.SetLabel(node, "gpufleet.io/remediation", "") }})
+		}
+	}
+	// Ready nodes come back eventually, so runs converge.
+	for _, nd := range nodes {
+		if !nd.Ready {
+			script = append(script, Event{At: at(), Do: func(w *World) { w.SetReady(nd.Name, true) }})
+		}
+	}
+	return Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
+}
+
+// runChecked runs cfg under the checker and returns what it found.
+func runChecked(t *testing.T, cfg Config) []string {
+	t.Helper()
+	check := NewChecker()
+	cfg.Observe = check.Step
+	res, err := Run(cfg)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if res.HitHorizon {
+		return []string{"did not converge within the horizon"}
+	}
+	check.Final(cfg.Rollout, res.Nodes)
+	return check.Violations()
+}
+
+func TestInvariantsRandomized(t *testing.T) {
+	n := seeds(t)
+	phases := map[v1alpha1.RolloutPhase]int{}
+	for seed := range uint64(n) {
+		cfg := randomConfig(seed)
+		check := NewChecker()
+		cfg.Observe = check.Step
+		res, err := Run(cfg)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if res.HitHorizon {
+			t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
+		}
+		check.Final(cfg.Rollout, res.Nodes)
+		if v := check.Violations(); len(v) > 0 {
+			t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
+		}
+		phases[res.Phase]++
+	}
+	// The random configurations must reach every way a rollout ends, or
+	// the invariants were only checked on easy runs.
+	for _, p := range []v1alpha1.RolloutPhase{v1alpha1.PhaseCompleted, v1alpha1.PhaseStalled, v1alpha1.PhaseAborted, v1alpha1.PhaseWaitingForApproval} {
+		if phases[p] == 0 && n >= 200 {
+			t.Errorf("no run ended %s: %v", p, phases)
+		}
+	}
+	t.Logf("%d runs: %v", n, phases)
+}
+
+// TestInvariantsCatchBrokenPlanners proves the checks can fail: each broken
+// planner hides one rule from the real planner (by lying to it about the
+// spec, or by dropping part of its output), and the checker must notice.
+func TestInvariantsCatchBrokenPlanners(t *testing.T) {
+	lie := func(edit func(*v1alpha1.DriverRolloutSpec)) PlanFunc {
+		return func(s planner.Snapshot, now time.Time) planner.Result {
+			ro := s.Rollout.DeepCopy()
+			edit(&ro.Spec)
+			s.Rollout = ro
+			return planner.Plan(s, now)
+		}
+	}
+	drop := func(edit func(*planner.Transition)) PlanFunc {
+		return func(s planner.Snapshot, now time.Time) planner.Result {
+			r := planner.Plan(s, now)
+			for i := range r.Transitions {
+				edit(&r.Transitions[i])
+			}
+			return r
+		}
+	}
+	hundred := intstr.FromInt32(100)
+	failing := steady()
+	failing.InstallFailRate = 1
+	base := func() Config {
+		return Config{Nodes: pt.Nodes("gpu", 6), Start: monday, Profile: steady()}
+	}
+	tests := []struct {
+		name string
+		cfg  func() Config
+		plan PlanFunc
+	}{
+		{"ignores maxUnavailable", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Parallel(4).MaxUnavailable(1).Build()
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.MaxUnavailable = &hundred })},
+		{"ignores parallelNodes", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Parallel(1).MaxUnavailable(6).Build()
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.ParallelNodes = 6 })},
+		{"ignores windows", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Window("22:00", "23:00", "UTC").Build()
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Windows = nil })},
+		{"ignores freezes", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Freeze(monday, monday.Add(time.Hour), "x").Build()
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Freezes = nil })},
+		{"ignores approval", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Canary(1).Approval("wrong").Build()
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "r" })},
+		{"ignores pause", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Paused().Build()
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })},
+		{"ignores the budget", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Budget(0).Build()
+			c.Profile = failing
+			return c
+		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.FailureBudget = 100 })},
+		{"never uncordons", func() Config {
+			c := base()
+			c.Rollout = pt.Rollout("r").Build()
+			return c
+		}, drop(func(t *planner.Transition) { t.Uncordon = false })},
+		{"forgets the admin's cordon", func() Config {
+			c := base()
+			c.Nodes[2].Unschedulable = true
+			c.Rollout = pt.Rollout("r").Build()
+			return c
+		}, drop(func(t *planner.Transition) { t.RecordAdminCordon = false })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg()
+			if v := runChecked(t, cfg); len(v) > 0 {
+				t.Fatalf("the real planner breaks the invariants on this case: %v", v)
+			}
+			cfg.Plan = tt.plan
+			if v := runChecked(t, cfg); len(v) == 0 {
+				t.Errorf("a planner that %s passed every invariant", tt.name)
+			} else {
+				t.Logf("caught: %s", v[0])
+			}
+		})
+	}
+}

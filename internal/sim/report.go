@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
+
+// Report is what a platform lead wants to know of a rehearsed rollout before
+// a change window.
+type Report struct {
+	Nodes   int                   `json:"nodes"`
+	Outcome v1alpha1.RolloutPhase `json:"outcome"`
+	// Reason is the rollout's Ready message at the end: why it stalled.
+	Reason   string    `json:"reason"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Makespan Duration  `json:"makespan"`
+	// LowerBound is the shortest rollout the policy allows for the nodes
+	// that ended Done: canary, then the rest spread over every slot, no
+	// window, no wait for approval. Efficiency is LowerBound / Makespan.
+	LowerBound  Duration `json:"lowerBound"`
+	Efficiency  float64  `json:"efficiency"`
+	Done        int      `json:"done"`
+	RolledBack  int      `json:"rolledBack"`
+	Quarantined int      `json:"quarantined"`
+	Untouched   int      `json:"untouched"`
+	Failures    int      `json:"failures"`
+	Budget      int      `json:"budget"`
+	BudgetHeld  bool     `json:"budgetHeld"`
+	// Held are the periods the rollout waited outside its windows, in a
+	// freeze, paused or for approval.
+	Held []Hold `json:"held,omitempty"`
+}
+
+// Hold is a period the rollout waited, and why.
+type Hold struct {
+	Phase v1alpha1.RolloutPhase `json:"phase"`
+	From  time.Time             `json:"from"`
+	To    time.Time             `json:"to"`
+}
+
+// Duration marshals as "1h30m" rather than nanoseconds.
+type Duration time.Duration
+
+// MarshalText writes the duration as time.Duration does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Summarise builds the report of a run of rollout ro.
+func Summarise(ro *v1alpha1.DriverRollout, res *Result) Report {
+	st := res.Status
+	set := planner.SettingsFor(&ro.Spec, int(st.Total))
+	r := Report{
+		Nodes: int(st.Total), Outcome: res.Phase, Start: res.Start, End: res.End, Makespan: Duration(res.Makespan),
+		Done: int(st.Nodes.Done), RolledBack: int(st.Nodes.RolledBack), Quarantined: int(st.Nodes.Quarantined),
+		Untouched: int(st.Nodes.Pending), Failures: int(st.BudgetUsed), Budget: set.FailureBudget,
+		Reason: readyMessage(st),
+	}
+	r.BudgetHeld = r.Failures <= r.Budget
+	slots := max(min(set.Parallel, set.MaxUnavailable), 1)
+	var canary, rest []time.Duration
+	// Only the nodes the rollout brought to the end count: a rollout that
+	// stopped is measured against the work it did, not the work it skipped.
+	for _, n := range res.Nodes {
+		work, ok := res.Work[n.Name]
+		if !ok || n.Phase != v1alpha1.NodeDone {
+			continue
+		}
+		if slices.Contains(st.Canary.Nodes, n.Name) {
+			canary = append(canary, work)
+		} else {
+			rest = append(rest, work)
+		}
+	}
+	lb := spread(canary, slots) + spread(rest, slots)
+	r.LowerBound = Duration(lb)
+	if res.Makespan > 0 {
+		r.Efficiency = float64(lb) / float64(res.Makespan)
+	}
+	for _, p := range res.Phases {
+		switch p.Phase {
+		case v1alpha1.PhaseOutsideWindow, v1alpha1.PhasePaused, v1alpha1.PhaseWaitingForApproval:
+			if p.To.After(p.From) {
+				r.Held = append(r.Held, Hold{Phase: p.Phase, From: p.From, To: p.To})
+			}
+		}
+	}
+	return r
+}
+
+// spread is a lower bound on running jobs of the given lengths on slots
+// machines: no shorter than the longest job, nor than the total shared
+// perfectly.
+func spread(jobs []time.Duration, slots int) time.Duration {
+	var sum, longest time.Duration
+	for _, j := range jobs {
+		sum += j
+		longest = max(longest, j)
+	}
+	return max(longest, sum/time.Duration(slots))
+}
+
+// Interval is a period of time.
+type Interval struct{ From, To time.Time }
+
+// OpenIntervals are the periods between from and to when nodes may start
+// under cal, for drawing windows.
+func OpenIntervals(cal planner.Calendar, from, to time.Time) []Interval {
+	var out []Interval
+	t := from
+	for t.Before(to) && len(out) < 1000 {
+		if ok, _ := cal.Allowed(t); !ok {
+			t = cal.NextAllowed(t)
+			if t.IsZero() {
+				break
+			}
+			continue
+		}
+		end := cal.NextClose(t)
+		if end.IsZero() || end.After(to) {
+			end = to
+		}
+		out = append(out, Interval{From: t, To: end})
+		t = end
+	}
+	return out
+}

@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
+
+// monday is 2026-06-01 10:00 UTC, a Monday.
+var monday = time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
+
+// steady has fixed durations so transcripts read like a story: a node takes
+// 5m to drain, 10m to install, 1m to report, 30m to soak (the default).
+func steady() Profile {
+	return Profile{
+		Drain: Fixed(5 * time.Minute), Install: Fixed(10 * time.Minute),
+		Report: Fixed(time.Minute), Rollback: Fixed(10 * time.Minute),
+	}
+}
+
+func set(fn func(*v1alpha1.DriverRolloutSpec)) func(*World) {
+	return func(w *World) { fn(&w.Rollout().Spec) }
+}
+
+func TestGoldenTranscripts(t *testing.T) {
+	failing := steady()
+	failing.InstallFailRate = 1
+	hopeless := failing
+	hopeless.RollbackFailRate = 1
+
+	tests := []struct {
+		name    string
+		rollout *v1alpha1.DriverRollout
+		nodes   []planner.Node
+		profile Profile
+		script  []Event
+		want    v1alpha1.RolloutPhase
+	}{
+		{
+			name:    "happy-path",
+			rollout: pt.Rollout("r1").Canary(1).Approved().Parallel(2).MaxUnavailable(2).Build(),
+			nodes:   pt.Nodes("gpu", 4),
+			want:    v1alpha1.PhaseCompleted,
+		},
+		{
+			name: "window-closed-nothing-starts",
+			// Starts on a Monday morning; the window is Saturday night in
+			// Paris (UTC+2 in June), so the first node starts Sat 20:00 UTC.
+			rollout: pt.Rollout("r1").Approved().Window("22:00", "06:00", "Europe/Paris", v1alpha1.Saturday).Build(),
+			nodes:   pt.Nodes("gpu", 2),
+			want:    v1alpha1.PhaseCompleted,
+		},
+		{
+			name: "freeze-holds-then-releases",
+			rollout: pt.Rollout("r1").Window("08:00", "18:00", "UTC").
+				Freeze(monday.Add(-time.Hour), monday.Add(3*time.Hour), "launch day").Build(),
+			nodes: pt.Nodes("gpu", 2),
+			want:  v1alpha1.PhaseCompleted,
+		},
+		{
+			name: "window-closes-mid-rollout",
+			// One hour a night: one node fits, the one in flight at 23:00
+			// finishes, the rest waits for the next night.
+			rollout: pt.Rollout("r1").Window("22:00", "23:00", "UTC").Build(),
+			nodes:   pt.Nodes("gpu", 3),
+			want:    v1alpha1.PhaseCompleted,
+		},
+		{
+			name:    "bad-driver-stopped-at-canary",
+			rollout: pt.Rollout("r1").Canary(1).Approved().Budget(2).Build(),
+			nodes:   pt.Nodes("gpu", 3),
+			profile: failing,
+			want:    v1alpha1.PhaseStalled,
+		},
+		{
+			name:    "approval-wrong-name-then-right",
+			rollout: pt.Rollout("r2026-06-h100").Canary(1).Build(),
+			nodes:   pt.Nodes("gpu", 3),
+			script: []Event{
+				{At: 2 * time.Hour, What: `approval set to "r2026-06-a100"`, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "r2026-06-a100" })},
+				{At: 3 * time.Hour, What: `approval set to "r2026-06-h100"`, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "r2026-06-h100" })},
+			},
+			want: v1alpha1.PhaseCompleted,
+		},
+		{
+			name:    "xid-during-soak-rolls-back",
+			rollout: pt.Rollout("r1").Budget(1).Build(),
+			nodes:   pt.Nodes("gpu", 3),
+			script: []Event{{At: 70 * time.Minute, Do: func(w *World) {
+				w.Signal("gpu-01", "event", "XidError", "Xid 48: double bit ECC error")
+			}}},
+			want: v1alpha1.PhaseCompleted,
+		},
+		{
+			name:    "rollback-fails-quarantine",
+			rollout: pt.Rollout("r1").Budget(0).Build(),
+			nodes:   pt.Nodes("gpu", 2),
+			profile: hopeless,
+			want:    v1alpha1.PhaseStalled,
+		},
+		{
+			name:    "budget-exhausted-stops",
+			rollout: pt.Rollout("r1").Budget(1).Build(),
+			nodes:   pt.Nodes("gpu", 4),
+			profile: failing,
+			want:    v1alpha1.PhaseStalled,
+		},
+		{
+			name:    "pause-and-resume",
+			rollout: pt.Rollout("r1").Build(),
+			nodes:   pt.Nodes("gpu", 3),
+			script: []Event{
+				{At: 30 * time.Minute, What: "spec.paused set", Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = true })},
+				{At: 3 * time.Hour, What: "spec.paused cleared", Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })},
+			},
+			want: v1alpha1.PhaseCompleted,
+		},
+		{
+			name:    "abort-rolls-back-upgraded-nodes",
+			rollout: pt.Rollout("r1").Build(),
+			nodes:   pt.Nodes("gpu", 4),
+			script: []Event{
+				{At: 80 * time.Minute, What: "spec.abort set", Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Abort = true })},
+			},
+			want: v1alpha1.PhaseAborted,
+		},
+		{
+			name: "cordoned-and-notready-eat-max-unavailable",
+			// gpu-01 was cordoned by an admin, gpu-03 is NotReady for three
+			// hours and gpu-05 is under remediation: three out with
+			// maxUnavailable 2, so nothing starts. When gpu-03 is back the
+			// cordoned node goes first (it costs nothing) and stays
+			// cordoned after; the rest go one at a time once gpu-05 is out
+			// of remediation, as gpu-01 still counts.
+			rollout: pt.Rollout("r1").Parallel(2).MaxUnavailable(2).OutOfService("gpufleet.io/remediation", "true").Build(),
+			nodes: []planner.Node{
+				pt.Node("gpu-00").Build(),
+				pt.Node("gpu-01").Cordoned().Build(),
+				pt.Node("gpu-02").Build(),
+				pt.Node("gpu-03").NotReady().Build(),
+				pt.Node("gpu-04").Build(),
+				pt.Node("gpu-05").Labels(pt.PoolKey, pt.Pool, "gpufleet.io/remediation", "true").Build(),
+			},
+			script: []Event{
+				{At: 3 * time.Hour, Do: func(w *World) { w.SetReady("gpu-03", true) }},
+				{At: 5 * time.Hour, Do: func(w *World) { w.SetLabel("gpu-05", "gpufleet.io/remediation", "") }},
+			},
+			want: v1alpha1.PhaseCompleted,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prof := tt.profile
+			if prof == (Profile{}) {
+				prof = steady()
+			}
+			check := NewChecker()
+			res, err := Run(Config{
+				Rollout: tt.rollout, Nodes: tt.nodes, Start: monday, Profile: prof,
+				Script: tt.script, Record: true, Observe: check.Step,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check.Final(tt.rollout, res.Nodes)
+			if v := check.Violations(); len(v) > 0 {
+				t.Errorf("invariants broken:\n%s", v)
+			}
+			if res.Phase != tt.want {
+				t.Errorf("phase = %s, want %s", res.Phase, tt.want)
+			}
+			golden(t, filepath.Join("testdata", tt.name+".golden"), res.TranscriptText())
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}

@@ -1,0 +1,394 @@
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
+
+// PlanFunc is the planner the simulator drives; planner.Plan unless a test
+// swaps in a broken one to prove the invariant checks catch it.
+type PlanFunc func(planner.Snapshot, time.Time) planner.Result
+
+// Config is one simulated rollout.
+type Config struct {
+	// Rollout is the DriverRollout to run; Run works on a copy.
+	Rollout *v1alpha1.DriverRollout
+	// Nodes are the cluster's nodes at the start (see Nodes).
+	Nodes []planner.Node
+	// Start is when the rollout is created.
+	Start time.Time
+	// Seed makes the run reproducible.
+	Seed    uint64
+	Profile Profile
+	// Script are scripted events: approvals, pauses, cordons, failures.
+	Script []Event
+	// Horizon stops a run that has not finished after this long; default
+	// 60 days.
+	Horizon time.Duration
+	// Plan defaults to planner.Plan.
+	Plan PlanFunc
+	// Lockstep starts a new batch only once no node is in flight: the
+	// baseline that refill-at-once scheduling is measured against.
+	Lockstep bool
+	// Observe, when set, is called after every planning step with copies
+	// of the nodes before and after it (for invariant checks).
+	Observe func(Step)
+	// Record keeps the transcript and the timeline.
+	Record bool
+	// Tick, when set, makes the simulated controller act on whole ticks
+	// from Start (an event at 10:05:23 is seen at 10:06 with a 1m tick), as
+	// a real controller batches the events of a burst into one reconcile.
+	// It cuts the planning passes of large fleets several-fold. Zero plans
+	// at every event's exact time.
+	Tick time.Duration
+}
+
+// Step is one planning pass, for Observe.
+type Step struct {
+	At      time.Time
+	Rollout *v1alpha1.DriverRollout
+	Before  []planner.Node
+	After   []planner.Node
+	Result  planner.Result
+}
+
+// Event is a scripted change of the world at Start+At.
+type Event struct {
+	At time.Duration
+	// What is the transcript line; empty for none.
+	What string
+	Do   func(*World)
+}
+
+// Result is how a simulated rollout went.
+type Result struct {
+	Start, End time.Time
+	// Makespan is End-Start: from creation to the last transition.
+	Makespan time.Duration
+	Phase    v1alpha1.RolloutPhase
+	Status   v1alpha1.DriverRolloutStatus
+	// Nodes are the nodes at the end.
+	Nodes []planner.Node
+	// Steps is how many planning passes ran.
+	Steps int
+	// Work is, per node, the time the rollout would need for it if it never
+	// waited (drain + install + report + soak): the input of LowerBound.
+	Work map[string]time.Duration
+	// Transcript and Timeline are kept when Config.Record is set.
+	Transcript []Line
+	Timeline   []Segment
+	// HitHorizon: the run was cut at Config.Horizon.
+	HitHorizon bool
+	// Phases are the rollout's phases over time, always kept (they change
+	// rarely): where windows, approvals and pauses held it.
+	Phases []PhaseSpan
+}
+
+// PhaseSpan is the rollout in one phase from From to To.
+type PhaseSpan struct {
+	Phase    v1alpha1.RolloutPhase
+	From, To time.Time
+}
+
+// Line is one transcript line.
+type Line struct {
+	At   time.Time
+	Who  string
+	Text string
+}
+
+// Segment is a node in one phase from From to To.
+type Segment struct {
+	Node     string
+	Phase    v1alpha1.NodePhase
+	From, To time.Time
+}
+
+// Nodes builds n Ready, schedulable nodes named prefix-NNN carrying labels,
+// all reporting driver version.
+func Nodes(n int, prefix string, labels map[string]string, version string) []planner.Node {
+	width := len(fmt.Sprint(max(n, 100) - 1))
+	out := make([]planner.Node, n)
+	for i := range out {
+		out[i] = planner.Node{
+			Name:          fmt.Sprintf("%s-%0*d", prefix, width, i),
+			Labels:        labels,
+			Ready:         true,
+			DriverReady:   true,
+			DriverVersion: version,
+		}
+	}
+	return out
+}
+
+// Run simulates cfg's rollout until it converges (nothing in flight and
+// nothing left that could change it) or reaches its horizon.
+func Run(cfg Config) (*Result, error) {
+	if cfg.Rollout == nil {
+		return nil, errors.New("simulate: no rollout")
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, errors.New("simulate: no nodes")
+	}
+	w := newWorld(cfg)
+	plan := cfg.Plan
+	if plan == nil {
+		plan = planner.Plan
+	}
+	if cfg.Lockstep {
+		plan = lockstep(plan)
+	}
+	horizon := cfg.Horizon
+	if horizon <= 0 {
+		horizon = 60 * 24 * time.Hour
+	}
+	cal := planner.NewCalendar(&w.rollout.Spec)
+	for _, e := range cfg.Script {
+		w.seq++
+		heap.Push(&w.queue, event{at: cfg.Start.Add(e.At), seq: w.seq, script: true, fn: func() {
+			if e.What != "" {
+				w.note("script", "%s", e.What)
+			}
+			if e.Do != nil {
+				e.Do(w)
+			}
+		}})
+	}
+	scripted := func() bool { // a scripted event is still to come
+		for _, ev := range w.queue {
+			if ev.script && ev.at.After(w.now) {
+				return true
+			}
+		}
+		return false
+	}
+
+	res := &Result{Start: cfg.Start, End: cfg.Start, Work: map[string]time.Duration{}}
+	tl := newTimeline(cfg.Record, w.nodes, cfg.Start)
+	lastPhase, lastMsg := v1alpha1.RolloutPhase(""), ""
+	maxSteps := 200*len(w.nodes) + 10000
+	for ; res.Steps < maxSteps; res.Steps++ {
+		for len(w.queue) > 0 && !w.queue[0].at.After(w.now) {
+			heap.Pop(&w.queue).(event).fn()
+		}
+		var before []planner.Node
+		if cfg.Observe != nil {
+			before = slices.Clone(w.nodes)
+		}
+		r := plan(planner.Snapshot{Rollout: w.rollout, Nodes: w.nodes}, w.now)
+		for _, t := range r.Transitions {
+			if cfg.Record {
+				w.lines = append(w.lines, Line{At: w.now, Who: t.Node, Text: string(t.From) + " → " + string(t.To) + ": " + t.Reason})
+			}
+			w.actuate(t)
+			tl.move(t, w.now)
+		}
+		if len(r.Transitions) > 0 {
+			res.End = w.now
+		}
+		w.rollout.Status = r.Status
+		if k := len(res.Phases); k == 0 || res.Phases[k-1].Phase != r.Status.Phase {
+			if k > 0 {
+				res.Phases[k-1].To = w.now
+			}
+			res.Phases = append(res.Phases, PhaseSpan{Phase: r.Status.Phase, From: w.now})
+		}
+		if msg := readyMessage(r.Status); r.Status.Phase != lastPhase || (r.Status.Phase != v1alpha1.PhaseProgressing && msg != lastMsg) {
+			w.note("rollout", "%s: %s", r.Status.Phase, msg)
+			lastPhase, lastMsg = r.Status.Phase, msg
+		}
+		if cfg.Observe != nil {
+			cfg.Observe(Step{At: w.now, Rollout: w.rollout.DeepCopy(), Before: before, After: slices.Clone(w.nodes), Result: r})
+		}
+
+		busy := inFlight(w.nodes)
+		switch r.Status.Phase {
+		case v1alpha1.PhaseCompleted, v1alpha1.PhaseAborted:
+			if busy == 0 && !scripted() {
+				return finish(res, w, tl), nil
+			}
+		case v1alpha1.PhaseStalled, v1alpha1.PhaseWaitingForApproval, v1alpha1.PhasePaused:
+			// Waiting for a person: only a scripted event can help.
+			if busy == 0 && !scripted() {
+				return finish(res, w, tl), nil
+			}
+		}
+		next := r.NextCheck
+		if len(w.queue) > 0 && (next.IsZero() || w.queue[0].at.Before(next)) {
+			next = w.queue[0].at
+		}
+		// Land on a window's closing edge so the transcript and the report
+		// show it when it happens, not at the next event after it.
+		// Only while something else is still to come: a rollout that waits
+		// for nothing that can happen is over, window edges or not.
+		if r.Status.Nodes.Pending > 0 && !next.IsZero() {
+			if c := cal.NextClose(w.now); !c.IsZero() && (next.IsZero() || c.Before(next)) {
+				next = c
+			}
+		}
+		if next.IsZero() {
+			return finish(res, w, tl), nil
+		}
+		if next.Sub(cfg.Start) > horizon {
+			res.HitHorizon = true
+			return finish(res, w, tl), nil
+		}
+		if cfg.Tick > 0 {
+			if off := next.Sub(cfg.Start) % cfg.Tick; off != 0 {
+				next = next.Add(cfg.Tick - off)
+			}
+		}
+		if next.After(w.now) {
+			w.now = next
+		}
+	}
+	return nil, fmt.Errorf("simulate: no convergence after %d steps at %s", res.Steps, w.now.Format(time.RFC3339))
+}
+
+func newWorld(cfg Config) *World {
+	w := &World{
+		rollout: cfg.Rollout.DeepCopy(),
+		nodes:   slices.Clone(cfg.Nodes),
+		now:     cfg.Start,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		prof:    cfg.Profile,
+		rec:     cfg.Record,
+	}
+	slices.SortFunc(w.nodes, func(a, b planner.Node) int { return strings.Compare(a.Name, b.Name) })
+	w.index = make(map[string]int, len(w.nodes))
+	w.fates = make([]fate, len(w.nodes))
+	w.gen = make([]int, len(w.nodes))
+	w.adminHeld = make([]bool, len(w.nodes))
+	w.soak = planner.SettingsFor(&w.rollout.Spec, len(w.nodes)).Soak
+	p := cfg.Profile
+	for i := range w.nodes {
+		w.index[w.nodes[i].Name] = i
+		if w.nodes[i].Unschedulable {
+			w.adminHeld[i] = true
+		}
+		// Draw every number of a node in a fixed order, so a node's fate
+		// does not depend on what happened to the others.
+		f := fate{
+			drain: p.Drain.Draw(w.rng), install: p.Install.Draw(w.rng),
+			report: p.Report.Draw(w.rng), rollback: p.Rollback.Draw(w.rng),
+			installFails:  w.rng.Float64() < p.InstallFailRate,
+			wrongVersion:  w.rng.Float64() < p.WrongVersionRate,
+			rollbackFails: w.rng.Float64() < p.RollbackFailRate,
+			xidAt:         -1,
+		}
+		if x := w.rng.Float64(); x < p.XIDRate {
+			f.xidAt = w.rng.Float64()
+		}
+		w.fates[i] = f
+		w.scheduleNoise(i)
+	}
+	return w
+}
+
+// scheduleNoise plans the node's random NotReady spell and admin cordon.
+func (w *World) scheduleNoise(i int) {
+	p := w.prof
+	name := w.nodes[i].Name
+	if p.NotReadyRate > 0 && w.rng.Float64() < p.NotReadyRate {
+		at := time.Duration(w.rng.Float64() * float64(p.NotReadyWithin))
+		spell := p.NotReadyFor.Draw(w.rng)
+		w.after(at, func() {
+			w.SetReady(name, false)
+			w.after(spell, func() { w.SetReady(name, true) })
+		})
+	}
+	if p.AdminCordonRate > 0 && w.rng.Float64() < p.AdminCordonRate {
+		at := time.Duration(w.rng.Float64() * float64(p.AdminCordonWithin))
+		hold := p.AdminCordonFor.Draw(w.rng)
+		w.after(at, func() {
+			if w.AdminCordon(name) {
+				w.after(hold, func() { w.AdminUncordon(name) })
+			}
+		})
+	}
+}
+
+func inFlight(nodes []planner.Node) int {
+	n := 0
+	for i := range nodes {
+		if planner.InFlight(nodes[i].Phase) {
+			n++
+		}
+	}
+	return n
+}
+
+func readyMessage(st v1alpha1.DriverRolloutStatus) string {
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func finish(res *Result, w *World, tl *timeline) *Result {
+	res.Makespan = res.End.Sub(res.Start)
+	if k := len(res.Phases); k > 0 {
+		last := &res.Phases[k-1]
+		last.To = res.End
+		if last.To.Before(last.From) {
+			last.To = last.From
+		}
+	}
+	res.Phase = w.rollout.Status.Phase
+	res.Status = w.rollout.Status
+	res.Nodes = w.nodes
+	res.Transcript = w.lines
+	res.Timeline = tl.close(res.End)
+	soak := w.soak
+	for i, n := range w.nodes {
+		f := w.fates[i]
+		res.Work[n.Name] = f.drain + f.install + f.report + soak
+	}
+	return res
+}
+
+// lockstep wraps a planner so that new nodes start only when none is in
+// flight: classic batches, each waiting for its slowest node.
+func lockstep(plan PlanFunc) PlanFunc {
+	return func(s planner.Snapshot, now time.Time) planner.Result {
+		r := plan(s, now)
+		busy := inFlight(s.Nodes)
+		for _, t := range r.Transitions {
+			if t.From != v1alpha1.NodePending {
+				busy += delta(t)
+			}
+		}
+		if busy == 0 {
+			return r
+		}
+		kept := r.Transitions[:0:0]
+		for _, t := range r.Transitions {
+			if t.From != v1alpha1.NodePending {
+				kept = append(kept, t)
+			}
+		}
+		r.Transitions = kept
+		return r
+	}
+}
+
+// delta is how a non-start transition changes the in-flight count.
+func delta(t planner.Transition) int {
+	switch a, b := planner.InFlight(t.From), planner.InFlight(t.To); {
+	case a && !b:
+		return -1
+	case !a && b:
+		return 1
+	}
+	return 0
+}
