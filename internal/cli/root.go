@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/internal/promote"
 )
 
 // Streams are the command's standard input and outputs, passed explicitly so
@@ -78,6 +80,11 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	root.AddCommand(newLintCommand(s))
 	root.AddCommand(newSecretCommand(s))
 	root.AddCommand(newGateCommand(s))
+	root.AddCommand(newStartCommand(s), newPromoteCommand(s), newApproveCommand(s),
+		newSimpleMutationCommand(s, "pause", "Pause the rollout: no promotion or approval; in-cluster rollouts of clusters in progress pause", promote.Pause),
+		newSimpleMutationCommand(s, "resume", "Resume a paused rollout", promote.Resume),
+		newSimpleMutationCommand(s, "abort", "Abort the rollout: every cluster returns to the stable release, upgraded nodes roll back", promote.Abort),
+		newStatusCommand(s), newPlanCommand(s))
 	root.AddCommand(newSimulateCommand(s))
 	root.AddCommand(newValidateCommand(s))
 	root.AddCommand(newCRDDiffCommand(s))

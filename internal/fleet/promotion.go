@@ -35,8 +35,16 @@ func (f *Fleet) ReleaseFor(cluster string) *Release {
 	return f.Releases[f.Promotion.Stable]
 }
 
-// Reached reports whether the rollout under way has reached cluster.
+// Reached reports whether the rollout under way has reached cluster (an
+// aborted rollout has reached none: they all run the stable release).
 func (f *Fleet) Reached(cluster string) bool {
+	r := f.Promotion.Rollout
+	return r != nil && !r.Aborted && f.Touched(cluster)
+}
+
+// Touched reports whether the rollout, aborted or not, had reached cluster:
+// an aborted rollout still has nodes to roll back there.
+func (f *Fleet) Touched(cluster string) bool {
 	r := f.Promotion.Rollout
 	if r == nil || r.Release == "" {
 		return false
@@ -52,6 +60,29 @@ func (f *Fleet) Reached(cluster string) bool {
 	default:
 		return true
 	}
+}
+
+// WaveApproval is the approval that lets release run on the whole of wave
+// (entering it, or going past its canary cluster).
+func WaveApproval(release, wave string) string { return release + "/" + wave }
+
+// ClusterApproval is the approval of cluster's in-cluster canary node(s)
+// for release: the DriverRollout's spec.approval.
+func ClusterApproval(release, cluster string) string { return release + "/" + cluster }
+
+// CanaryApproved reports whether cluster's in-cluster canary is approved
+// for the rollout's release: by its own name, or by its wave's approval when
+// it is not the wave's canary cluster (whose result that approval judges).
+func (f *Fleet) CanaryApproved(cluster string) bool {
+	r := f.Promotion.Rollout
+	if r == nil {
+		return false
+	}
+	if f.Approved(ClusterApproval(r.Release, cluster)) {
+		return true
+	}
+	wi := f.WaveOf(cluster)
+	return wi >= 0 && f.Waves[wi].Canary != cluster && f.Approved(WaveApproval(r.Release, f.Waves[wi].Name))
 }
 
 // Approved reports whether name (e.g. "r2026-08/prod-h100") is approved.

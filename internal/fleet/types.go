@@ -112,6 +112,9 @@ type Rollout struct {
 	// Stage is "canary" while only the wave's canary cluster has the
 	// release, "all" (the default) once the whole wave has it.
 	Stage string `toml:"stage"`
+	// Aborted sends every cluster back to the stable release; the clusters
+	// the rollout had reached roll their upgraded nodes back.
+	Aborted bool `toml:"aborted"`
 }
 
 // Rollout stages.

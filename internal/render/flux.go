@@ -57,7 +57,7 @@ func fluxKustomizations(p clusterPlan) []object {
 	for _, s := range steps {
 		k := &kustomizev1.Kustomization{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
-			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: fluxNamespace, Labels: labels(p)},
+			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: fluxNamespace, Labels: baseLabels(p)},
 			Spec: kustomizev1.KustomizationSpec{
 				Interval:  metav1.Duration{Duration: s.interval},
 				Path:      "./" + path.Join(ClusterDir(p.cluster.Name), s.name),
@@ -75,14 +75,22 @@ func fluxKustomizations(p clusterPlan) []object {
 	return objs
 }
 
-// labels mark every object render writes with the fleet facts it came from,
-// so `kubectl get -l gpufleet.io/release=...` finds them.
-func labels(p clusterPlan) map[string]string {
+// baseLabels mark every object render writes for a cluster. The release is
+// not among them: a promotion then changes only the objects whose content
+// changes, and a pull request shows just those.
+func baseLabels(p clusterPlan) map[string]string {
 	return map[string]string{
 		"app.kubernetes.io/managed-by": "gpufleet",
 		"gpufleet.io/cluster":          p.cluster.Name,
-		"gpufleet.io/release":          p.release.Name,
 	}
+}
+
+// releaseLabels add the release to the objects that carry its versions (the
+// HelmReleases), so `kubectl get -l gpufleet.io/release=...` finds them.
+func releaseLabels(p clusterPlan, release string) map[string]string {
+	l := baseLabels(p)
+	l["gpufleet.io/release"] = release
+	return l
 }
 
 // operatorObjects is the operators step: the chart repository, a namespace
@@ -90,7 +98,7 @@ func labels(p clusterPlan) map[string]string {
 func operatorObjects(p clusterPlan) ([]object, error) {
 	repo := &sourcev1.HelmRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmRepositoryKind},
-		ObjectMeta: metav1.ObjectMeta{Name: chartRepository, Namespace: fluxNamespace, Labels: labels(p)},
+		ObjectMeta: metav1.ObjectMeta{Name: chartRepository, Namespace: fluxNamespace, Labels: baseLabels(p)},
 		Spec: sourcev1.HelmRepositorySpec{
 			URL:      p.fleet.Charts.Repository,
 			Interval: metav1.Duration{Duration: time.Hour},
@@ -108,11 +116,11 @@ func operatorObjects(p clusterPlan) ([]object, error) {
 		objs = append(objs,
 			object{file: "namespace-" + op.namespace + ".yaml", obj: &corev1.Namespace{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-				ObjectMeta: metav1.ObjectMeta{Name: op.namespace, Labels: labels(p)},
+				ObjectMeta: metav1.ObjectMeta{Name: op.namespace, Labels: baseLabels(p)},
 			}},
 			object{file: "helmrelease-" + op.chart + ".yaml", obj: &helmv2.HelmRelease{
 				TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
-				ObjectMeta: metav1.ObjectMeta{Name: op.chart, Namespace: op.namespace, Labels: labels(p)},
+				ObjectMeta: metav1.ObjectMeta{Name: op.chart, Namespace: op.namespace, Labels: releaseLabels(p, p.release.Name)},
 				Spec: helmv2.HelmReleaseSpec{
 					Interval: metav1.Duration{Duration: 30 * time.Minute},
 					Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{

@@ -71,18 +71,18 @@ func usesMIG(c *fleet.Cluster) bool {
 // and the new driver are declared, and the controller moves nodes between
 // them by their gpufleet.io/driver label.
 func configObjects(p clusterPlan) ([]object, error) {
-	releases := []*fleet.Release{p.release}
-	if p.previous != nil && p.previous.Driver != p.release.Driver {
-		releases = append(releases, p.previous)
+	drivers := []string{p.rollout.Driver}
+	if p.rollbackTo.Driver != p.rollout.Driver {
+		drivers = append(drivers, p.rollbackTo.Driver)
 	}
 	var objs []object
 	for _, pool := range p.cluster.Pools {
-		for _, rel := range releases {
-			d, err := nvidiaDriver(p, pool, rel.Driver)
+		for _, driver := range drivers {
+			d, err := nvidiaDriver(p, pool, driver)
 			if err != nil {
 				return nil, err
 			}
-			objs = append(objs, object{file: "nvidiadriver-" + NVIDIADriverName(pool.Name, rel.Driver) + ".yaml", obj: d})
+			objs = append(objs, object{file: "nvidiadriver-" + NVIDIADriverName(pool.Name, driver) + ".yaml", obj: d})
 		}
 	}
 	return objs, nil
@@ -124,7 +124,7 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, driver string) (map[string]an
 	}
 	meta := map[string]any{
 		"name":   NVIDIADriverName(pool.Name, driver),
-		"labels": anyMap(labels(p)),
+		"labels": anyMap(baseLabels(p)),
 	}
 	if pool.MIG != "" {
 		meta["annotations"] = map[string]any{"gpufleet.io/mig-config": pool.MIG}

@@ -7,17 +7,15 @@ import (
 // lifecycleObjects is the lifecycle step: the cluster's DriverRollout, named
 // after the release it rolls out, covering every GPU node of the cluster.
 func lifecycleObjects(p clusterPlan) ([]object, error) {
-	dr := DriverRollout(p)
-	return []object{{file: "driverrollout.yaml", obj: dr}}, nil
-}
-
-// DriverRollout builds the DriverRollout of a cluster plan from its policy.
-func DriverRollout(p clusterPlan) any {
-	previous := p.release.Driver
-	if p.previous != nil {
-		previous = p.previous.Driver
+	dr := lifecycle.DriverRolloutFor(p.rollout.Name, p.policy, p.rollout.Driver, p.rollbackTo.Driver, map[string]string{LabelGPUPresent: "true"})
+	dr.Labels = releaseLabels(p, p.rollout.Name)
+	if p.approved {
+		// The in-cluster canary passes only when spec.approval names the
+		// rollout: `gpufleet approve RELEASE/CLUSTER` (or the wave's
+		// approval) is the one way to approve at both levels.
+		dr.Spec.Approval = dr.Name
 	}
-	dr := lifecycle.DriverRolloutFor(p.release.Name, p.policy, p.release.Driver, previous, map[string]string{LabelGPUPresent: "true"})
-	dr.Labels = labels(p)
-	return dr
+	dr.Spec.Paused = p.paused
+	dr.Spec.Abort = p.abort
+	return []object{{file: "driverrollout.yaml", obj: dr}}, nil
 }

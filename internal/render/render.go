@@ -52,19 +52,27 @@ func Render(f *fleet.Fleet) (*Output, error) {
 // clusterPlan is what one cluster runs, as the fleet file says.
 type clusterPlan struct {
 	cluster *fleet.Cluster
-	// release is what the cluster should run now.
+	// release is what the cluster's operators run now.
 	release *fleet.Release
-	// previous is the release it moves from while a rollout is under way
-	// (the stable one); nil when the cluster is not mid-rollout.
-	previous *fleet.Release
-	policy   fleet.Policy
-	fleet    *fleet.Fleet
+	// rollout is the release whose driver the cluster's DriverRollout rolls
+	// out, and rollbackTo the one it falls back to (both the stable release
+	// when no rollout has reached the cluster).
+	rollout, rollbackTo *fleet.Release
+	// abort, paused and approved set the DriverRollout's controls.
+	abort, paused, approved bool
+	policy                  fleet.Policy
+	fleet                   *fleet.Fleet
 }
 
 func planFor(f *fleet.Fleet, c *fleet.Cluster) clusterPlan {
-	p := clusterPlan{cluster: c, release: f.ReleaseFor(c.Name), policy: f.PolicyFor(c.Name), fleet: f}
-	if stable := f.Releases[f.Promotion.Stable]; stable != nil && p.release != stable {
-		p.previous = stable
+	stable := f.Releases[f.Promotion.Stable]
+	p := clusterPlan{cluster: c, release: f.ReleaseFor(c.Name), rollout: stable, rollbackTo: stable, policy: f.PolicyFor(c.Name), fleet: f}
+	if f.Touched(c.Name) {
+		r := f.Promotion.Rollout
+		p.rollout = f.Releases[r.Release]
+		p.abort = r.Aborted
+		p.paused = f.Promotion.Paused && !r.Aborted
+		p.approved = f.CanaryApproved(c.Name)
 	}
 	return p
 }

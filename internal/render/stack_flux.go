@@ -35,7 +35,7 @@ func stackKustomizations(p clusterPlan) []object {
 	add := func(name, dir string, interval, timeout time.Duration, decrypt bool, deps ...string) *kustomizev1.Kustomization {
 		k := &kustomizev1.Kustomization{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fluxNamespace, Labels: labels(p)},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fluxNamespace, Labels: baseLabels(p)},
 			Spec: kustomizev1.KustomizationSpec{
 				Interval:  metav1.Duration{Duration: interval},
 				Path:      "./" + dir,

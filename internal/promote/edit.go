@@ -1,0 +1,201 @@
+package promote
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+// Edit rewrites the [promotion] table of a fleet file's source from old to
+// new, changing only the lines of keys whose values differ. Every other
+// byte, comments and layout included, is kept.
+func Edit(src []byte, old, new fleet.Promotion) ([]byte, error) {
+	lines := strings.SplitAfter(string(src), "\n")
+	start, end, err := promotionTable(lines)
+	if err != nil {
+		return nil, err
+	}
+	type change struct {
+		key   string
+		same  bool
+		value string // "" deletes the key
+	}
+	changes := []change{
+		{"stable", old.Stable == new.Stable, quote(new.Stable)},
+		{"rollout", rolloutEqual(old.Rollout, new.Rollout), rolloutValue(new.Rollout)},
+		{"approved", slices.Equal(old.Approved, new.Approved), arrayValue(new.Approved)},
+		{"paused", old.Paused == new.Paused, strconv.FormatBool(new.Paused)},
+	}
+	for _, c := range changes {
+		if c.same {
+			continue
+		}
+		first, last, found := findKey(lines[start:end], c.key)
+		switch {
+		case found && c.value == "":
+			lines = slices.Delete(lines, start+first, start+last+1)
+			end -= last - first + 1
+		case found:
+			comment := trailingComment(lines[start+last])
+			lines = slices.Replace(lines, start+first, start+last+1, c.key+" = "+c.value+comment+"\n")
+			end -= last - first
+		case c.value != "":
+			at := lastKeyLine(lines, start, end) + 1
+			lines = slices.Insert(lines, at, c.key+" = "+c.value+"\n")
+			end++
+		}
+	}
+	return []byte(strings.Join(lines, "")), nil
+}
+
+// promotionTable finds the lines of the [promotion] table: from its header
+// (exclusive) to the next table header or the end.
+func promotionTable(lines []string) (start, end int, err error) {
+	start = -1
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if start < 0 {
+			if t == "[promotion]" || strings.HasPrefix(t, "[promotion]") && strings.HasPrefix(strings.TrimSpace(t[len("[promotion]"):]), "#") {
+				start = i + 1
+			}
+			continue
+		}
+		if strings.HasPrefix(t, "[") {
+			return start, i, nil
+		}
+	}
+	if start < 0 {
+		return 0, 0, errors.New("the fleet file has no [promotion] table to edit: add one with `stable = \"RELEASE\"`")
+	}
+	return start, len(lines), nil
+}
+
+// findKey returns the first and last line of key's value in the table.
+func findKey(table []string, key string) (first, last int, ok bool) {
+	for i, l := range table {
+		t := strings.TrimSpace(l)
+		name, rest, found := strings.Cut(t, "=")
+		if !found || strings.TrimSpace(name) != key || strings.HasPrefix(t, "#") {
+			continue
+		}
+		// An array or inline table may span lines: follow its brackets.
+		depth := bracketDepth(rest)
+		j := i
+		for depth > 0 && j+1 < len(table) {
+			j++
+			depth += bracketDepth(table[j])
+		}
+		return i, j, true
+	}
+	return 0, 0, false
+}
+
+// bracketDepth counts [ and { minus ] and } outside strings and comments.
+func bracketDepth(s string) int {
+	depth := 0
+	inString := byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString != 0:
+			if c == '\\' && inString == '"' {
+				i++
+			} else if c == inString {
+				inString = 0
+			}
+		case c == '"' || c == '\'':
+			inString = c
+		case c == '#':
+			return depth
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return depth
+}
+
+// trailingComment keeps a comment that followed a value on its last line.
+func trailingComment(line string) string {
+	inString := byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case inString != 0:
+			if c == '\\' && inString == '"' {
+				i++
+			} else if c == inString {
+				inString = 0
+			}
+		case c == '"' || c == '\'':
+			inString = c
+		case c == '#':
+			j := i
+			for j > 0 && (line[j-1] == ' ' || line[j-1] == '\t') {
+				j--
+			}
+			return strings.TrimRight(line[j:], "\n")
+		}
+	}
+	return ""
+}
+
+// lastKeyLine is the last line of the table that is not blank or a comment,
+// so a new key goes right after the existing ones.
+func lastKeyLine(lines []string, start, end int) int {
+	last := start - 1
+	for i := start; i < end; i++ {
+		t := strings.TrimSpace(lines[i])
+		if t != "" && !strings.HasPrefix(t, "#") {
+			last = i
+		}
+	}
+	return last
+}
+
+func quote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strconv.Quote(s)
+}
+
+func arrayValue(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func rolloutValue(r *fleet.Rollout) string {
+	if r == nil {
+		return ""
+	}
+	v := fmt.Sprintf("{ release = %q, wave = %q", r.Release, r.Wave)
+	if r.Stage != "" && r.Stage != fleet.StageAll {
+		v += fmt.Sprintf(", stage = %q", r.Stage)
+	}
+	if r.Aborted {
+		v += ", aborted = true"
+	}
+	return v + " }"
+}
+
+func rolloutEqual(a, b *fleet.Rollout) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	norm := func(s string) string {
+		if s == "" {
+			return fleet.StageAll
+		}
+		return s
+	}
+	return a.Release == b.Release && a.Wave == b.Wave && norm(a.Stage) == norm(b.Stage) && a.Aborted == b.Aborted
+}

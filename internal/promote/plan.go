@@ -1,0 +1,161 @@
+package promote
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/render"
+)
+
+// Plan is what a promotion command would change, computed without writing.
+type Plan struct {
+	Step Step `json:"-"`
+	// Summary is the step's commit subject.
+	Summary string `json:"summary"`
+	// FleetLines are the lines of fleet.toml removed ("-") and added ("+").
+	FleetLines []string `json:"fleetLines"`
+	// Clusters maps each cluster to the object changes rendered for it.
+	Clusters map[string][]string `json:"clusters"`
+	// Gate lists the clusters the gate would check first.
+	Gate []string `json:"gate,omitempty"`
+}
+
+// MakePlan computes what m would do to the fleet f.
+func MakePlan(f *fleet.Fleet, m Mutation) (*Plan, error) {
+	step, err := m(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	newSrc, err := Edit(f.Source, f.Promotion, step.Promotion)
+	if err != nil {
+		return nil, err
+	}
+	next, err := fleet.Parse(f.Path, newSrc)
+	if err != nil {
+		return nil, err
+	}
+	before, err := render.Render(f)
+	if err != nil {
+		return nil, err
+	}
+	after, err := render.Render(next)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate}
+	paths := slices.Sorted(func(yield func(string) bool) {
+		seen := map[string]bool{}
+		for _, o := range []*render.Output{before, after} {
+			for k := range o.Files {
+				if !seen[k] && !yield(k) {
+					return
+				}
+				seen[k] = true
+			}
+		}
+	})
+	for _, file := range paths {
+		old, new := before.Files[file], after.Files[file]
+		if string(old) == string(new) || path.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		parts := strings.Split(file, "/")
+		if len(parts) < 3 || parts[0] != "clusters" {
+			continue
+		}
+		if change := describe(old, new); change != "" {
+			p.Clusters[parts[1]] = append(p.Clusters[parts[1]], change)
+		}
+	}
+	return p, nil
+}
+
+// lineDiff lists removed then added lines between two versions of a file
+// whose edits replace, add or delete whole lines.
+func lineDiff(a, b string) []string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	count := map[string]int{}
+	for _, l := range bl {
+		count[l]++
+	}
+	var out []string
+	for _, l := range al {
+		if count[l] > 0 {
+			count[l]--
+			continue
+		}
+		out = append(out, "-"+l)
+	}
+	count = map[string]int{}
+	for _, l := range al {
+		count[l]++
+	}
+	for _, l := range bl {
+		if count[l] > 0 {
+			count[l]--
+			continue
+		}
+		out = append(out, "+"+l)
+	}
+	return out
+}
+
+type objectView struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Chart *struct {
+			Spec struct {
+				Version string `json:"version"`
+			} `json:"spec"`
+		} `json:"chart"`
+		TargetVersion   string `json:"targetVersion"`
+		PreviousVersion string `json:"previousVersion"`
+		Approval        string `json:"approval"`
+		Paused          bool   `json:"paused"`
+		Abort           bool   `json:"abort"`
+	} `json:"spec"`
+}
+
+// describe says how a rendered object changes, e.g.
+// "HelmRelease gpu-operator v25.3.4 → v25.10.1".
+func describe(old, new []byte) string {
+	var o, n objectView
+	_ = yaml.Unmarshal(old, &o)
+	_ = yaml.Unmarshal(new, &n)
+	switch {
+	case old == nil:
+		return fmt.Sprintf("+ %s %s", n.Kind, n.Metadata.Name)
+	case new == nil:
+		return fmt.Sprintf("- %s %s", o.Kind, o.Metadata.Name)
+	}
+	var what []string
+	if o.Spec.Chart != nil && n.Spec.Chart != nil && o.Spec.Chart.Spec.Version != n.Spec.Chart.Spec.Version {
+		what = append(what, o.Spec.Chart.Spec.Version+" → "+n.Spec.Chart.Spec.Version)
+	}
+	if o.Metadata.Name != n.Metadata.Name {
+		what = append(what, "name "+o.Metadata.Name+" → "+n.Metadata.Name)
+	}
+	if o.Spec.TargetVersion != n.Spec.TargetVersion {
+		what = append(what, "driver "+o.Spec.TargetVersion+" → "+n.Spec.TargetVersion)
+	}
+	for _, f := range []struct {
+		name     string
+		old, new bool
+	}{{"approved", o.Spec.Approval != "", n.Spec.Approval != ""}, {"paused", o.Spec.Paused, n.Spec.Paused}, {"abort", o.Spec.Abort, n.Spec.Abort}} {
+		if f.old != f.new {
+			what = append(what, fmt.Sprintf("%s %t → %t", f.name, f.old, f.new))
+		}
+	}
+	if len(what) == 0 {
+		what = []string{"changed"}
+	}
+	return fmt.Sprintf("~ %s %s: %s", n.Kind, n.Metadata.Name, strings.Join(what, ", "))
+}

@@ -1,0 +1,125 @@
+package promote
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gate"
+)
+
+// Status is where the promotion stands, for `gpufleet status`.
+type Status struct {
+	Stable   string          `json:"stable"`
+	Rollout  string          `json:"rollout,omitempty"`
+	Clusters []ClusterStatus `json:"clusters"`
+	Waiting  []string        `json:"waiting,omitempty"`
+	// Next is the exact next command.
+	Next string `json:"next"`
+	Live bool   `json:"live"`
+}
+
+// ClusterStatus is one cluster's line.
+type ClusterStatus struct {
+	Wave    string `json:"wave"`
+	Cluster string `json:"cluster"`
+	Release string `json:"release"`
+	State   string `json:"state"`
+	Gate    string `json:"gate,omitempty"`
+}
+
+// StatusOf summarises the fleet file's promotion state.
+func StatusOf(f *fleet.Fleet) *Status {
+	p := f.Promotion
+	st := &Status{Stable: p.Stable}
+	if r := p.Rollout; r != nil {
+		st.Rollout = fmt.Sprintf("%s at wave %s", r.Release, r.Wave)
+		if r.Stage == fleet.StageCanary {
+			st.Rollout += " (canary cluster only)"
+		}
+		if r.Aborted {
+			st.Rollout = fmt.Sprintf("%s ABORTED at wave %s: clusters return to %s", r.Release, r.Wave, p.Stable)
+		} else if p.Paused {
+			st.Rollout += ", PAUSED"
+		}
+	}
+	for _, w := range f.Waves {
+		for _, c := range w.Clusters {
+			cs := ClusterStatus{Wave: w.Name, Cluster: c, Release: f.ReleaseFor(c).Name, State: "stable"}
+			switch {
+			case f.Touched(c) && p.Rollout.Aborted:
+				cs.State = "rolling back " + p.Rollout.Release
+			case f.Reached(c):
+				cs.State = "rolling out"
+				if w.Canary == c {
+					cs.State += " (canary cluster)"
+				}
+			case p.Rollout != nil && !p.Rollout.Aborted:
+				cs.State = "waits for " + p.Rollout.Release
+			}
+			st.Clusters = append(st.Clusters, cs)
+		}
+	}
+	waits := Waits(f)
+	for _, w := range waits {
+		if w.Approval != "" {
+			st.Waiting = append(st.Waiting, fmt.Sprintf("approval of %s: gpufleet approve %s", w.What, w.Approval))
+		} else {
+			st.Waiting = append(st.Waiting, w.What)
+		}
+	}
+	st.Next = nextCommand(f, waits)
+	return st
+}
+
+func nextCommand(f *fleet.Fleet, waits []Waiting) string {
+	p := f.Promotion
+	switch {
+	case p.Rollout == nil || p.Rollout.Aborted:
+		var candidates []string
+		for _, r := range f.ReleaseNames() {
+			if r != p.Stable {
+				candidates = append(candidates, r)
+			}
+		}
+		if len(candidates) == 0 {
+			return "nothing to do: add a release to the fleet file"
+		}
+		return "gpufleet start " + strings.Join(candidates, " | ")
+	case p.Paused:
+		return "gpufleet resume"
+	}
+	if _, err := Promote(f); err != nil {
+		for _, w := range waits {
+			if w.Approval != "" {
+				return "gpufleet approve " + w.Approval
+			}
+		}
+		return "resolve: " + err.Error()
+	}
+	return "gpufleet promote (after the gate passes: gpufleet gate --wave " + p.Rollout.Wave + ")"
+}
+
+// AddGate adds each cluster's gate verdict to the status.
+func (st *Status) AddGate(rep *gate.Report) {
+	st.Live = true
+	verdict := map[string]gate.Status{}
+	failed := map[string][]string{}
+	for _, c := range rep.Checks {
+		v, ok := verdict[c.Cluster]
+		switch {
+		case !ok || c.Status == gate.Fail || (c.Status == gate.Unknown && v == gate.Pass):
+			verdict[c.Cluster] = c.Status
+		}
+		if c.Status != gate.Pass {
+			failed[c.Cluster] = append(failed[c.Cluster], c.Name)
+		}
+	}
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
+		c.Gate = string(verdict[c.Cluster])
+		if n := len(failed[c.Cluster]); n > 0 {
+			c.Gate += fmt.Sprintf(" (%s)", strings.Join(failed[c.Cluster], ", "))
+		}
+	}
+}
