@@ -195,10 +195,14 @@ type MaintenanceWindow struct {
 
 	// Start is "HH:MM" in TimeZone.
 	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	// +kubebuilder:validation:MaxLength=5
 	Start string `json:"start"`
 
 	// End is "HH:MM" in TimeZone; an End before Start crosses midnight.
+	// (MaxLength keeps the CEL rule on the window within the API server's
+	// cost budget: without it the rule is estimated over unbounded strings.)
 	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	// +kubebuilder:validation:MaxLength=5
 	End string `json:"end"`
 
 	// TimeZone is an IANA name such as "Europe/Paris"; empty means UTC.

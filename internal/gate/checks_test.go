@@ -57,7 +57,7 @@ func healthy(e Expected) Observed {
 }
 
 func fluxObject(kind, name string, status map[string]any) *unstructured.Unstructured {
-	status["conditions"] = []any{map[string]any{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "ok"}}
+	status["conditions"] = []any{map[string]any{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "ok", "lastTransitionTime": "2026-12-01T00:00:00Z"}}
 	status["observedGeneration"] = int64(1)
 	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
 	u.SetKind(kind)
@@ -75,7 +75,7 @@ func TestEvaluate(t *testing.T) {
 	}{
 		{"healthy", func(Expected, *Observed) {}, "", ""},
 		{"Kustomization not Ready", func(_ Expected, o *Observed) {
-			_ = unstructured.SetNestedSlice(o.Kustomizations["config"].Object, []any{map[string]any{"type": "Ready", "status": "False", "reason": "HealthCheckFailed", "message": "timeout waiting for NVIDIADriver"}}, "status", "conditions")
+			_ = unstructured.SetNestedSlice(o.Kustomizations["config"].Object, []any{map[string]any{"type": "Ready", "status": "False", "reason": "HealthCheckFailed", "message": "timeout waiting for NVIDIADriver", "lastTransitionTime": "2026-12-01T00:00:00Z"}}, "status", "conditions")
 		}, "flux/Kustomization/config", "timeout waiting for NVIDIADriver"},
 		{"Kustomization suspended", func(_ Expected, o *Observed) {
 			_ = unstructured.SetNestedField(o.Kustomizations["operators"].Object, true, "spec", "suspend")

@@ -45,7 +45,7 @@ func startWave(t *testing.T) (*testbed.Testbed, *fleet.Fleet) {
 		// Flux's own CRDs, without running Flux: the gate only reads.
 		crds = append(crds, bins.FluxCRDDir())
 	}
-	tb := testbed.New(t, testbed.Options{Clusters: []string{"prod-h100-a", "prod-h100-b"}, CRDDirs: crds})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{"prod-h100-a", "prod-h100-b"}, CRDDirs: crds, Scheme: Scheme()})
 	for _, c := range tb.Clusters() {
 		arrangeHealthy(t, c.Client, Expect(f, c.Name, rev))
 	}

@@ -40,7 +40,7 @@ type Result struct {
 	Step    Step
 	Message string
 	// Changes are the rendered files that changed.
-	Changes []render.Change
+	Changes   []render.Change
 	Committed bool
 }
 
