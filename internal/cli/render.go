@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -19,6 +20,8 @@ type renderOptions struct {
 	outDir    string
 	check     bool
 	format    string
+	// chartSource overrides [charts] repository in the manifests mode.
+	chartSource string
 }
 
 func newRenderCommand(s Streams) *cobra.Command {
@@ -57,6 +60,7 @@ repository), 0 when the output is up to date.`,
 	cmd.Flags().StringVarP(&o.outDir, "output-dir", "o", "", "the folder to write into (default: the fleet file's folder)")
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; exit 1 if the output is not up to date")
 	cmd.Flags().StringVar(&o.format, "format", "text", "how to list changes: text or json")
+	cmd.Flags().StringVar(&o.chartSource, "charts", "", `with [charts] mode = "manifests": a folder of charts (<chart>/<version>/), a .tgz, or a repository URL (default: [charts] repository)`)
 	return cmd
 }
 
@@ -70,12 +74,16 @@ func (o *renderOptions) validate() error {
 	return nil
 }
 
-func (o *renderOptions) run(_ context.Context, out, errOut io.Writer) error {
+func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	f, err := loadFleet(o.fleetFile)
 	if err != nil {
 		return err
 	}
-	rendered, err := render.Render(f)
+	opts, err := renderOptionsFor(ctx, f, o.chartSource)
+	if err != nil {
+		return err
+	}
+	rendered, err := render.RenderWith(f, opts)
 	if err != nil {
 		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
 	}
@@ -135,4 +143,30 @@ func printChanges(w io.Writer, format string, changes []render.Change, check boo
 		fmt.Fprintf(w, "%-8s %s\n", verb[c.Action], c.Path)
 	}
 	return nil
+}
+
+// renderOptionsFor gives render the operator charts when the fleet renders
+// them to manifests.
+func renderOptionsFor(ctx context.Context, f *fleet.Fleet, source string) (render.Options, error) {
+	if f.Charts.Mode != fleet.ModeManifests {
+		return render.Options{}, nil
+	}
+	if source == "" {
+		source = f.Charts.Repository
+	}
+	src, err := charts.NewSource(source, charts.Options{})
+	if err != nil {
+		return render.Options{}, withCode(ExitUnknown, err)
+	}
+	return render.Options{Charts: chartRenderer{ctx: ctx, src: src}}, nil
+}
+
+// chartRenderer renders operator charts with Helm's SDK for render.
+type chartRenderer struct {
+	ctx context.Context
+	src charts.Source
+}
+
+func (r chartRenderer) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
+	return charts.RenderManifests(r.ctx, r.src, chart, version, values, charts.RenderOptions{Namespace: namespace, ReleaseName: chart})
 }

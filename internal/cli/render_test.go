@@ -95,3 +95,32 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("missing fleet file: exit %d (%s), want %d", code, errOut, ExitUnknown)
 	}
 }
+
+// TestRenderManifestsWithRealCharts renders the example with the operator
+// charts pre-rendered from the real charts in ../shared/operators.
+func TestRenderManifestsWithRealCharts(t *testing.T) {
+	const shared = "../../../shared/operators"
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("needs the real operator charts in ../shared/operators (absent here): %v", err)
+	}
+	fleetFile := copyExample(t)
+	src, _ := os.ReadFile(fleetFile)
+	if err := os.WriteFile(fleetFile, bytes.Replace(src, []byte("[charts]\n"), []byte("[charts]\nmode = \"manifests\"\n"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, "render", "-f", fleetFile, "--charts", shared); code != ExitOK {
+		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(fleetFile), "clusters/stg-h100/operators/gpu-operator-v25.3.4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: CustomResourceDefinition", "name: nvidiadrivers.nvidia.com", "kind: Deployment", "name: gpu-operator", "kind: ClusterPolicy"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the pre-rendered GPU Operator lacks %q", want)
+		}
+	}
+	if code, out, _ := run(t, "render", "--check", "-f", fleetFile, "--charts", shared); code != ExitOK {
+		t.Errorf("a second render must be byte-identical: exit %d\n%s", code, out)
+	}
+}

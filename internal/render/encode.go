@@ -30,8 +30,11 @@ func addFolder(files map[string][]byte, dir string, objs []object) error {
 func addFolderWithExtra(files map[string][]byte, dir string, objs []object, extra []string) error {
 	resources := slices.Clone(extra)
 	for _, o := range objs {
-		b, err := encodeObject(o.obj)
-		if err != nil {
+		var b []byte
+		var err error
+		if raw, ok := o.obj.(rawManifests); ok {
+			b = raw
+		} else if b, err = encodeObject(o.obj); err != nil {
 			return fmt.Errorf("%s: %w", o.file, err)
 		}
 		p := path.Join(dir, o.file)
@@ -53,6 +56,9 @@ func addFolderWithExtra(files map[string][]byte, dir string, objs []object, extr
 	files[path.Join(dir, "kustomization.yaml")] = append([]byte(Header), b...)
 	return nil
 }
+
+// rawManifests is YAML written as it is (a chart rendered to manifests).
+type rawManifests []byte
 
 // encodeObject marshals obj to YAML with sorted keys, without the empty
 // status and creationTimestamp that typed objects carry: render writes

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
 // The three steps of a cluster, applied in this order.
@@ -96,6 +98,9 @@ func releaseLabels(p clusterPlan, release string) map[string]string {
 // operatorObjects is the operators step: the chart repository, a namespace
 // per operator and a HelmRelease per operator at the release's versions.
 func operatorObjects(p clusterPlan) ([]object, error) {
+	if p.fleet.Charts.Mode == fleet.ModeManifests {
+		return operatorManifests(p)
+	}
 	repo := &sourcev1.HelmRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmRepositoryKind},
 		ObjectMeta: metav1.ObjectMeta{Name: chartRepository, Namespace: fluxNamespace, Labels: baseLabels(p)},
@@ -166,4 +171,25 @@ func jsonValues(v map[string]any) (*apiextensionsv1.JSON, error) {
 		return nil, err
 	}
 	return &apiextensionsv1.JSON{Raw: b}, nil
+}
+
+// operatorManifests is the operators step in the "manifests" chart mode:
+// each chart rendered to plain objects with the values a HelmRelease would
+// use, so a pull request shows every object a release changes.
+func operatorManifests(p clusterPlan) ([]object, error) {
+	var objs []object
+	for _, op := range operators(p) {
+		b, err := p.charts.RenderChart(op.chart, op.version, op.namespace, op.values)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs,
+			object{file: "namespace-" + op.namespace + ".yaml", obj: &corev1.Namespace{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+				ObjectMeta: metav1.ObjectMeta{Name: op.namespace, Labels: baseLabels(p)},
+			}},
+			object{file: op.chart + "-" + op.version + ".yaml", obj: rawManifests(b)},
+		)
+	}
+	return objs, nil
 }

@@ -31,11 +31,33 @@ func (o *Output) Paths() []string {
 // ClusterDir is the folder of one cluster in the output.
 func ClusterDir(cluster string) string { return path.Join("clusters", cluster) }
 
-// Render renders every cluster of f.
-func Render(f *fleet.Fleet) (*Output, error) {
+// ChartRenderer renders an operator chart at a version to plain manifests
+// (multi-document YAML), for the "manifests" chart mode.
+type ChartRenderer interface {
+	RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error)
+}
+
+// Options are what rendering may need beyond the fleet file.
+type Options struct {
+	// Charts renders the operator charts in [charts] mode = "manifests".
+	Charts ChartRenderer
+}
+
+// Render renders every cluster of f. In the "manifests" chart mode it needs
+// a ChartRenderer: use RenderWith.
+func Render(f *fleet.Fleet) (*Output, error) { return RenderWith(f, Options{}) }
+
+// RenderWith renders every cluster of f with opts.
+func RenderWith(f *fleet.Fleet, opts Options) (*Output, error) {
+	if f.Charts.Mode == fleet.ModeManifests {
+		if opts.Charts == nil {
+			return nil, fmt.Errorf("[charts] mode = %q needs the operator charts: give render a chart source (--charts DIR or --repo URL)", fleet.ModeManifests)
+		}
+		opts.Charts = &chartCache{next: opts.Charts, done: map[string][]byte{}}
+	}
 	out := &Output{Files: map[string][]byte{}}
 	for _, name := range f.ClusterNames() {
-		files, err := renderCluster(f, f.Clusters[name])
+		files, err := renderCluster(f, f.Clusters[name], opts)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", name, err)
 		}
@@ -62,6 +84,8 @@ type clusterPlan struct {
 	abort, paused, approved bool
 	policy                  fleet.Policy
 	fleet                   *fleet.Fleet
+	// charts renders the operators as plain manifests (manifests mode).
+	charts ChartRenderer
 }
 
 func planFor(f *fleet.Fleet, c *fleet.Cluster) clusterPlan {
@@ -77,8 +101,9 @@ func planFor(f *fleet.Fleet, c *fleet.Cluster) clusterPlan {
 	return p
 }
 
-func renderCluster(f *fleet.Fleet, c *fleet.Cluster) (map[string][]byte, error) {
+func renderCluster(f *fleet.Fleet, c *fleet.Cluster, opts Options) (map[string][]byte, error) {
 	plan := planFor(f, c)
+	plan.charts = opts.Charts
 	dir := ClusterDir(c.Name)
 	files := map[string][]byte{}
 	folders := []struct {
@@ -102,4 +127,28 @@ func renderCluster(f *fleet.Fleet, c *fleet.Cluster) (map[string][]byte, error) 
 		return nil, err
 	}
 	return files, nil
+}
+
+// chartCache renders each chart version (with the same values) once: many
+// clusters run the same release.
+type chartCache struct {
+	next ChartRenderer
+	done map[string][]byte
+}
+
+func (c *chartCache) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
+	v, err := jsonMarshal(values)
+	if err != nil {
+		return nil, err
+	}
+	key := chart + "@" + version + "/" + namespace + "/" + string(v)
+	if b, ok := c.done[key]; ok {
+		return b, nil
+	}
+	b, err := c.next.RenderChart(chart, version, namespace, values)
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s %s: %w", chart, version, err)
+	}
+	c.done[key] = b
+	return b, nil
 }
