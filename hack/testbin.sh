@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# testbin.sh builds the programs the testbed runs (kube-apiserver, etcd, Flux's
+# source-controller and kustomize-controller) from the Go module proxy and
+# puts them, with Flux's CRDs, into the folder given as the only argument
+# (default bin/testbin).
+#
+# Why a per-user cache: CI runs every job in a fresh clone on the same
+# machine, so a cache inside the repository would be cold each time and the
+# cold build takes about 25 minutes on 2 cores. Each program is built once into
+#   ${GPUFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet}/testbin/<name>-<version>/
+# and then hardlinked (or copied) into the destination.
+#
+# Why wrapper modules (hack/testbin/<name>/): "go install X@v" refuses these
+# programs because their go.mod files carry replace directives. Each wrapper
+# requires the program and repeats the replaces its build needs; its go.sum is
+# committed so builds are reproducible. The wrapper is copied out of the
+# repository before building so a build never edits tracked files.
+#
+# Environment:
+#   GPUFLEET_CACHE         cache root (see above)
+#   GPUFLEET_TESTBIN_JOBS  go build -p (default 2: keeps peak memory near 2.5 GB)
+#   GPUFLEET_TESTBIN_FORCE set to 1 to rebuild even when the cache is current
+set -euo pipefail
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dest=${1:-bin/testbin}
+case $dest in
+/*) ;;
+*) dest=$repo_root/$dest ;;
+esac
+cache_root=${GPUFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet}/testbin
+jobs=${GPUFLEET_TESTBIN_JOBS:-2}
+go_bin=${GO:-go}
+
+kube_version=v1.37.2
+etcd_version=v3.7.3
+flux_version=v1.9.6
+
+log() { printf '%s testbin: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+die() {
+	log "error: $*" >&2
+	exit 1
+}
+
+command -v "$go_bin" >/dev/null || die "go not found in PATH"
+go_version=$("$go_bin" env GOVERSION)
+mkdir -p "$cache_root" "$dest"
+
+# Two fresh clones building at once must not race on the same cache entry.
+if command -v flock >/dev/null; then
+	exec 9>"$cache_root/.lock"
+	if ! flock -n 9; then
+		log "waiting for another testbin build to finish ($cache_root/.lock)"
+		flock 9
+	fi
+fi
+
+# stamp_of prints what a cache entry must record to be reused: the program's
+# version and the Go toolchain that built it.
+stamp_of() { printf '%s %s %s\n' "$1" "$2" "$go_version"; }
+
+# fresh NAME VERSION succeeds when the cache entry exists and is of that version.
+fresh() {
+	local dir=$cache_root/$1-$2
+	[[ ${GPUFLEET_TESTBIN_FORCE:-0} != 1 ]] &&
+		[[ -f $dir/.stamp ]] &&
+		[[ "$(cat "$dir/.stamp")" == "$(stamp_of "$1" "$2")" ]]
+}
+
+# prepare_src NAME copies the wrapper module NAME to a scratch folder in the
+# cache and prints that folder.
+prepare_src() {
+	local src=$cache_root/src/$1
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp "$repo_root/hack/testbin/$1/go.mod" "$repo_root/hack/testbin/$1/tools.go" "$src/"
+	if [[ -f $repo_root/hack/testbin/$1/go.sum ]]; then
+		cp "$repo_root/hack/testbin/$1/go.sum" "$src/"
+	fi
+	printf '%s\n' "$src"
+}
+
+# gobuild OUT PKG [LDFLAGS] builds one program, one at a time, so the link
+# steps (2.4 GB for kube-apiserver) never overlap.
+gobuild() {
+	local out=$1 pkg=$2 ldflags=${3:-}
+	local start=$SECONDS
+	log "building $pkg (this takes minutes when cold)"
+	GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+		"$go_bin" build -p "$jobs" -trimpath -ldflags "-s -w $ldflags" -o "$out" "$pkg"
+	log "built $(basename "$out") in $((SECONDS - start))s"
+}
+
+# finish NAME VERSION TMPDIR moves a completed build into place and stamps it.
+finish() {
+	local dir=$cache_root/$1-$2
+	stamp_of "$1" "$2" >"$3/.stamp"
+	rm -rf "$dir"
+	mv "$3" "$dir"
+}
+
+build_etcd() {
+	local src tmp=$cache_root/etcd-$etcd_version.tmp
+	src=$(prepare_src etcd)
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	(cd "$src" && gobuild "$tmp/etcd" go.etcd.io/etcd/server/v3)
+	finish etcd "$etcd_version" "$tmp"
+}
+
+build_kube_apiserver() {
+	local src tmp=$cache_root/kube-apiserver-$kube_version.tmp ldflags="" pkg
+	src=$(prepare_src kube-apiserver)
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	# Without these, /version reports v0.0.0-master and clients warn about skew.
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=37"
+	done
+	(cd "$src" && gobuild "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$ldflags")
+	finish kube-apiserver "$kube_version" "$tmp"
+}
+
+build_flux() {
+	local src tmp=$cache_root/flux-$flux_version.tmp ctrl dir
+	src=$(prepare_src flux)
+	rm -rf "$tmp" && mkdir -p "$tmp/crds/flux"
+	for ctrl in source-controller kustomize-controller; do
+		(cd "$src" && gobuild "$tmp/$ctrl" "github.com/fluxcd/$ctrl")
+		# The CRDs ship only in the controllers' full modules, which a fresh
+		# module cache lacks (it has just their api submodules): keep a copy.
+		dir=$(cd "$src" && GOWORK=off GOFLAGS=-mod=mod "$go_bin" list -m -f '{{.Dir}}' "github.com/fluxcd/$ctrl")
+		[[ -d $dir/config/crd/bases ]] || die "no CRDs in $dir/config/crd/bases"
+		cp "$dir"/config/crd/bases/*.yaml "$tmp/crds/flux/"
+	done
+	chmod u+w "$tmp"/crds/flux/*.yaml
+	finish flux "$flux_version" "$tmp"
+}
+
+# link_into copies the files of cache entry DIR into the destination,
+# hardlinking when both are on one file system.
+link_into() {
+	local from=$1 f rel
+	(cd "$from" && find . -type f ! -name .stamp) | while read -r f; do
+		rel=${f#./}
+		mkdir -p "$(dirname "$dest/$rel")"
+		rm -f "$dest/$rel"
+		ln "$from/$rel" "$dest/$rel" 2>/dev/null || cp "$from/$rel" "$dest/$rel"
+	done
+}
+
+started=$SECONDS
+log "cache: $cache_root"
+log "destination: $dest"
+for item in "etcd $etcd_version build_etcd" \
+	"kube-apiserver $kube_version build_kube_apiserver" \
+	"flux $flux_version build_flux"; do
+	read -r name version builder <<<"$item"
+	if fresh "$name" "$version"; then
+		log "$name $version: cached"
+	else
+		log "$name $version: building"
+		"$builder"
+	fi
+	link_into "$cache_root/$name-$version"
+done
+{
+	echo "etcd $etcd_version"
+	echo "kube-apiserver $kube_version"
+	echo "source-controller $flux_version"
+	echo "kustomize-controller $flux_version"
+	echo "built-with $go_version"
+} >"$dest/VERSIONS"
+log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver source-controller kustomize-controller)"

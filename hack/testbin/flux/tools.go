@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the Flux controllers so that the wrapper module's go.mod
+// and go.sum list everything their builds need.
+package tools
+
+import (
+	_ "github.com/fluxcd/kustomize-controller"
+	_ "github.com/fluxcd/source-controller"
+)

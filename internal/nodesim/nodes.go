@@ -1,0 +1,161 @@
+package nodesim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ResourceGPU is the extended resource the GPU device plugin advertises.
+const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+
+// ensureNode creates node name of pool p, with its driver already installed,
+// unless it exists. An existing node is left as it is: its labels are the
+// cluster's record of what is installed.
+func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
+	err := s.c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("node %s: %w", name, err)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(p, name, p.Driver)},
+		Spec:       corev1.NodeSpec{ProviderID: "nodesim://" + name},
+	}
+	if err := s.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create node %s: %w", name, err)
+	}
+	now := s.opts.Clock.Now()
+	if err := s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
+		res := corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("96"),
+			corev1.ResourceMemory: resource.MustParse("1Ti"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+			ResourceGPU:           resource.MustParse(strconv.Itoa(p.GPUCount)),
+		}
+		n.Status.Capacity = res
+		n.Status.Allocatable = res.DeepCopy()
+		n.Status.NodeInfo = corev1.NodeSystemInfo{
+			KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
+			OSImage: "Ubuntu 22.04.5 LTS (simulated)", ContainerRuntimeVersion: "containerd://2.1.0",
+		}
+		setCondition(n, readyCondition(true, now))
+		return true
+	}); err != nil {
+		return err
+	}
+	s.opts.Logf("nodesim: created node %s (pool %s, driver %s)", name, p.Name, p.Driver)
+	// The node was "running" before the simulator saw it: its driver is
+	// installed already, so its pod starts Ready without an install.
+	return s.createDriverPod(ctx, name, p.Driver, now, true)
+}
+
+// heartbeat renews the Ready condition when its heartbeat is older than the
+// period or its status is not what the simulator was told.
+func (s *Sim) heartbeat(ctx context.Context, name string, now time.Time) error {
+	want := !s.isNotReady(name)
+	return s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
+		cur := findCondition(n, corev1.NodeReady)
+		if cur != nil && (cur.Status == corev1.ConditionTrue) == want &&
+			now.Sub(cur.LastHeartbeatTime.Time) < s.opts.Heartbeat {
+			return false
+		}
+		setCondition(n, readyCondition(want, now))
+		return true
+	})
+}
+
+// readyCondition is the Ready condition a kubelet posts.
+func readyCondition(ready bool, now time.Time) corev1.NodeCondition {
+	c := corev1.NodeCondition{
+		Type:               corev1.NodeReady,
+		Status:             corev1.ConditionTrue,
+		Reason:             "KubeletReady",
+		Message:            "kubelet is posting ready status (simulated)",
+		LastHeartbeatTime:  metav1.NewTime(now),
+		LastTransitionTime: metav1.NewTime(now),
+	}
+	if !ready {
+		c.Status = corev1.ConditionFalse
+		c.Reason = "KubeletNotReady"
+		c.Message = "node went NotReady on command (simulated)"
+	}
+	return c
+}
+
+// setCondition puts c into n's conditions, keeping the transition time when
+// the status does not change.
+func setCondition(n *corev1.Node, c corev1.NodeCondition) {
+	for i := range n.Status.Conditions {
+		cur := &n.Status.Conditions[i]
+		if cur.Type != c.Type {
+			continue
+		}
+		if cur.Status == c.Status {
+			c.LastTransitionTime = cur.LastTransitionTime
+		}
+		*cur = c
+		return
+	}
+	n.Status.Conditions = append(n.Status.Conditions, c)
+}
+
+func findCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// updateNodeStatus reads node name, lets mutate change its status, and
+// writes it when mutate says it changed, retrying on conflicts (others write
+// the same node: the heartbeat, faults, a controller).
+func (s *Sim) updateNodeStatus(ctx context.Context, name string, mutate func(*corev1.Node) bool) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := s.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		if !mutate(n) {
+			return nil
+		}
+		return s.c.Status().Update(ctx, n)
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: update status: %w", name, err)
+	}
+	return nil
+}
+
+// updateNodeLabels sets labels on node name, retrying on conflicts.
+func (s *Sim) updateNodeLabels(ctx context.Context, name string, labels map[string]string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := s.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			n.Labels[k] = v
+		}
+		return s.c.Update(ctx, n)
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: update labels: %w", name, err)
+	}
+	return nil
+}

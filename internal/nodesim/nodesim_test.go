@@ -1,0 +1,275 @@
+package nodesim_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+const (
+	oldDriver = "570.172.08"
+	newDriver = "580.95.05"
+	badDriver = "590.1.1"
+)
+
+// TestNodeSim drives the simulator against a real API server. The subtests
+// share one cluster and one simulator; each uses its own pool.
+func TestNodeSim(t *testing.T) {
+	tb := testbed.New(t, testbed.Options{})
+	c := tb.Clusters()[0].Client
+	sim := nodesim.New(c, nodesim.Options{
+		InstallTime: time.Second,
+		Heartbeat:   time.Second,
+		BadDrivers:  []string{badDriver},
+		RunPods:     true,
+		Logf:        t.Logf,
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- sim.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	addPool := func(t *testing.T, name string) string {
+		t.Helper()
+		nodes, err := sim.AddPool(t.Context(), nodesim.Pool{
+			Name: name, Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1, Driver: oldDriver,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nodes[0]
+	}
+
+	t.Run("label flip installs the new driver", func(t *testing.T) {
+		node := addPool(t, "flip")
+		waitFor(t, "initial driver pod Ready", func(ctx context.Context) (bool, error) {
+			p, err := driverPod(ctx, c, node, oldDriver)
+			return p != nil && podReady(p), err
+		})
+		start := time.Now()
+		setLabel(t, c, node, nodesim.LabelDriver, newDriver)
+		waitFor(t, "new driver reported", func(ctx context.Context) (bool, error) {
+			n := getNode(t, c, node)
+			return n.Labels[nodesim.LabelDriverFull] == newDriver, nil
+		})
+		if took := time.Since(start); took < time.Second {
+			t.Errorf("new driver reported after %s, before the 1s install time", took)
+		}
+		n := getNode(t, c, node)
+		for k, want := range map[string]string{
+			nodesim.LabelDriverMajor: "580", nodesim.LabelDriverMinor: "95", nodesim.LabelDriverRevision: "05",
+		} {
+			if n.Labels[k] != want {
+				t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
+			}
+		}
+		p, err := driverPod(t.Context(), c, node, newDriver)
+		if err != nil || p == nil || !podReady(p) {
+			t.Errorf("new driver pod = %v, %v; want it Ready", p, err)
+		}
+		if old, _ := driverPod(t.Context(), c, node, oldDriver); old != nil {
+			t.Errorf("old driver pod %s still there", old.Name)
+		}
+	})
+
+	t.Run("bad driver never becomes Ready", func(t *testing.T) {
+		node := addPool(t, "bad")
+		setLabel(t, c, node, nodesim.LabelDriver, badDriver)
+		waitFor(t, "bad driver pod crash looping", func(ctx context.Context) (bool, error) {
+			p, err := driverPod(ctx, c, node, badDriver)
+			if p == nil || err != nil {
+				return false, err
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		time.Sleep(2 * time.Second) // two more install times: still failed
+		p, err := driverPod(t.Context(), c, node, badDriver)
+		if err != nil || p == nil || podReady(p) {
+			t.Errorf("bad driver pod = %v, %v; want it present and not Ready", p, err)
+		}
+		if got := getNode(t, c, node).Labels[nodesim.LabelDriverFull]; got != oldDriver {
+			t.Errorf("%s = %q after a failed install, want the old %q", nodesim.LabelDriverFull, got, oldDriver)
+		}
+	})
+
+	t.Run("eviction of a pod on the node completes", func(t *testing.T) {
+		node := addPool(t, "evict")
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "llm-engine", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				NodeName:                      node,
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers:                    []corev1.Container{{Name: "engine", Image: "engine:1"}},
+			},
+		}
+		if err := c.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "pod Running", func(ctx context.Context) (bool, error) {
+			p := &corev1.Pod{}
+			err := c.Get(ctx, client.ObjectKeyFromObject(pod), p)
+			return err == nil && p.Status.Phase == corev1.PodRunning && podReady(p), err
+		})
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+		if err := c.SubResource("eviction").Create(t.Context(), pod, ev); err != nil {
+			t.Fatalf("evict: %v", err)
+		}
+		waitFor(t, "evicted pod gone", func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+	})
+
+	t.Run("NotReady, XID and ECC on command", func(t *testing.T) {
+		node := addPool(t, "fault")
+		ctx := t.Context()
+		readyIs := func(want corev1.ConditionStatus) {
+			t.Helper()
+			waitFor(t, fmt.Sprintf("Ready=%s", want), func(ctx context.Context) (bool, error) {
+				return condition(getNode(t, c, node), corev1.NodeReady).Status == want, nil
+			})
+		}
+		readyIs(corev1.ConditionTrue)
+		hb := condition(getNode(t, c, node), corev1.NodeReady).LastHeartbeatTime
+		waitFor(t, "heartbeat renewed", func(ctx context.Context) (bool, error) {
+			return condition(getNode(t, c, node), corev1.NodeReady).LastHeartbeatTime.After(hb.Time), nil
+		})
+
+		if err := sim.SetNotReady(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		readyIs(corev1.ConditionFalse)
+		time.Sleep(1500 * time.Millisecond) // heartbeats must not bring it back
+		readyIs(corev1.ConditionFalse)
+		if err := sim.SetReady(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		readyIs(corev1.ConditionTrue)
+
+		if err := sim.RaiseXID(ctx, node, 79); err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.RaiseECC(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		n := getNode(t, c, node)
+		for fault, reason := range map[nodesim.Fault]string{nodesim.FaultXID: nodesim.ReasonXID, nodesim.FaultECC: nodesim.ReasonECC} {
+			cond := condition(n, corev1.NodeConditionType(fault))
+			if cond.Status != corev1.ConditionTrue || cond.Reason != reason {
+				t.Errorf("condition %s = %s/%s, want True/%s", fault, cond.Status, cond.Reason, reason)
+			}
+		}
+		if got := condition(n, corev1.NodeReady).Status; got != corev1.ConditionTrue {
+			t.Errorf("Ready = %s after raising faults, want True (faults must not clobber it)", got)
+		}
+		events := &corev1.EventList{}
+		if err := c.List(ctx, events, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]string{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == node && e.Type == corev1.EventTypeWarning {
+				seen[e.Reason] = e.Message
+			}
+		}
+		if seen[nodesim.ReasonXID] == "" || seen[nodesim.ReasonECC] == "" {
+			t.Errorf("Warning events on node %s = %v, want XidError and EccError", node, seen)
+		}
+
+		if err := sim.ClearFault(ctx, node, nodesim.FaultXID); err != nil {
+			t.Fatal(err)
+		}
+		if got := condition(getNode(t, c, node), corev1.NodeConditionType(nodesim.FaultXID)).Status; got != corev1.ConditionFalse {
+			t.Errorf("GpuXidError = %s after ClearFault, want False", got)
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			t.Logf("waiting for %s: %v", what, err)
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func getNode(t *testing.T, c client.Client, name string) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func setLabel(t *testing.T, c client.Client, node, key, value string) {
+	t.Helper()
+	n := getNode(t, c, node)
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Labels[key] = value
+	if err := c.Patch(t.Context(), n, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func driverPod(ctx context.Context, c client.Client, node, version string) (*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace("gpu-operator"), client.MatchingLabels{
+		nodesim.LabelDriverPodApp: nodesim.DriverPodApp, nodesim.LabelDriverPodVersion: version,
+	}); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.NodeName == node && list.Items[i].DeletionTimestamp == nil {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
+}

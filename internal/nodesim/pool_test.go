@@ -1,0 +1,64 @@
+package nodesim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParsePool(t *testing.T) {
+	got, err := ParsePool("name=h100,product=NVIDIA-H100-80GB-HBM3,nodes=4,driver=570.172.08,mig=all-1g.10gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 4, Driver: "570.172.08", MIGConfig: "all-1g.10gb"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParsePool (-want +got):\n%s", diff)
+	}
+}
+
+func TestParsePoolReportsEveryProblem(t *testing.T) {
+	_, err := ParsePool("name=x,nodes=zero,driver=latest,color=red")
+	if err == nil {
+		t.Fatal("ParsePool succeeded, want errors")
+	}
+	for _, want := range []string{"nodes", "unknown key \"color\""} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	_, err = ParsePool("name=x,nodes=0,driver=latest")
+	for _, want := range []string{"product is empty", "at least 1", "not of the form"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %q", err, want)
+		}
+	}
+}
+
+func TestNodeLabels(t *testing.T) {
+	p := Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1, Driver: "580.95.05"}.withDefaults()
+	got := nodeLabels(p, "h100-0", "580.95.05")
+	want := map[string]string{
+		"kubernetes.io/hostname":                  "h100-0",
+		"kubernetes.io/os":                        "linux",
+		"kubernetes.io/arch":                      "amd64",
+		"gpufleet.io/pool":                        "h100",
+		"gpufleet.io/driver":                      "580.95.05",
+		"nvidia.com/gpu.present":                  "true",
+		"nvidia.com/gpu.product":                  "NVIDIA-H100-80GB-HBM3",
+		"nvidia.com/gpu.count":                    "8",
+		"nvidia.com/gpu.memory":                   "81559",
+		"nvidia.com/gpu.family":                   "hopper",
+		"nvidia.com/mig.capable":                  "true",
+		"nvidia.com/mig.config":                   "all-disabled",
+		"nvidia.com/mig.config.state":             "success",
+		"nvidia.com/cuda.driver-version.major":    "580",
+		"nvidia.com/cuda.driver-version.minor":    "95",
+		"nvidia.com/cuda.driver-version.revision": "05",
+		"nvidia.com/cuda.driver-version.full":     "580.95.05",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("nodeLabels (-want +got):\n%s", diff)
+	}
+}

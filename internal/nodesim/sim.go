@@ -1,0 +1,181 @@
+package nodesim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options tune the simulator. Zero values take the defaults in brackets.
+type Options struct {
+	// Clock is read by every decision that depends on time [real clock].
+	Clock clock.WithTicker
+	// Heartbeat is how often the Ready condition's heartbeat is renewed [10s].
+	Heartbeat time.Duration
+	// InstallTime is how long a driver install takes [3s].
+	InstallTime time.Duration
+	// Resync is how often Run looks at the cluster [200ms].
+	Resync time.Duration
+	// BadDrivers are driver versions whose install fails.
+	BadDrivers []string
+	// RunPods makes pods bound to simulated nodes Running and Ready, as a
+	// kubelet would once their containers start.
+	RunPods bool
+	// DriverNamespace holds the driver DaemonSet and its pods [gpu-operator].
+	DriverNamespace string
+	// Logf, when set, receives one line per action the simulator takes.
+	Logf func(format string, args ...any)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = 10 * time.Second
+	}
+	if o.InstallTime == 0 {
+		o.InstallTime = 3 * time.Second
+	}
+	if o.Resync == 0 {
+		o.Resync = 200 * time.Millisecond
+	}
+	if o.DriverNamespace == "" {
+		o.DriverNamespace = "gpu-operator"
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}
+
+// Sim simulates the nodes of the pools added to it. Its methods are safe
+// to call while Run is running.
+type Sim struct {
+	c    client.Client
+	opts Options
+
+	mu       sync.Mutex
+	pools    map[string]Pool // by node name
+	notReady map[string]bool // nodes told to go NotReady
+	bad      map[string]bool // driver versions whose install fails
+}
+
+// New returns a simulator that acts through c.
+func New(c client.Client, opts Options) *Sim {
+	opts = opts.withDefaults()
+	s := &Sim{c: c, opts: opts, pools: map[string]Pool{}, notReady: map[string]bool{}, bad: map[string]bool{}}
+	for _, v := range opts.BadDrivers {
+		s.bad[v] = true
+	}
+	return s
+}
+
+// AddPool validates p, creates its nodes (each with a Ready driver pod for
+// p.Driver) and simulates them from now on. It returns the nodes' names.
+// Nodes that exist already are adopted as they are.
+func (s *Sim) AddPool(ctx context.Context, p Pool) ([]string, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
+	if err := s.ensureDriverDaemonSet(ctx); err != nil {
+		return nil, err
+	}
+	names := p.NodeNames()
+	s.mu.Lock()
+	for _, n := range names {
+		if old, ok := s.pools[n]; ok && old.Name != p.Name {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("node %s already belongs to pool %s", n, old.Name)
+		}
+		s.pools[n] = p
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, n := range names {
+		errs = append(errs, s.ensureNode(ctx, p, n))
+	}
+	return names, errors.Join(errs...)
+}
+
+// Nodes returns the names of the simulated nodes, sorted.
+func (s *Sim) Nodes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for n := range s.pools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// MarkBadDriver makes installs of driver version v fail from now on.
+func (s *Sim) MarkBadDriver(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bad[v] = true
+}
+
+// MarkGoodDriver undoes MarkBadDriver for installs that start later.
+func (s *Sim) MarkGoodDriver(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.bad, v)
+}
+
+func (s *Sim) isBad(v string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bad[v]
+}
+
+func (s *Sim) isNotReady(node string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notReady[node]
+}
+
+// Run simulates until ctx ends, one Sync every Resync. Errors of a pass are
+// logged and retried on the next pass: they are mostly conflicts with
+// whoever else writes the same nodes and pods.
+func (s *Sim) Run(ctx context.Context) error {
+	tick := s.opts.Clock.NewTicker(s.opts.Resync)
+	defer tick.Stop()
+	for {
+		if err := s.Sync(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Logf("nodesim: %v (retrying)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C():
+		}
+	}
+}
+
+// Sync does one pass over every simulated node and the pods bound to them.
+// Tests with a fake clock call it directly instead of Run.
+func (s *Sim) Sync(ctx context.Context) error {
+	now := s.opts.Clock.Now()
+	var errs []error
+	for _, n := range s.Nodes() {
+		s.mu.Lock()
+		p := s.pools[n]
+		s.mu.Unlock()
+		if err := s.ensureNode(ctx, p, n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, s.heartbeat(ctx, n, now), s.syncDriver(ctx, n, now))
+	}
+	errs = append(errs, s.syncPods(ctx, now))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,134 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Cluster is one running control plane (etcd + kube-apiserver), and its Flux
+// controllers when the testbed was started with Flux.
+type Cluster struct {
+	// Name is the cluster's name and its kubeconfig context.
+	Name string
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Client is a direct (uncached) client using the testbed's scheme.
+	Client client.Client
+	// Kubeconfig is the path of a kubeconfig file for this cluster alone.
+	Kubeconfig string
+	// Dir holds the cluster's logs and Flux's storage.
+	Dir string
+	// Flux is nil unless the testbed was started with Flux.
+	Flux *Flux
+
+	env *envtest.Environment
+}
+
+// clusterSpec is what startCluster needs.
+type clusterSpec struct {
+	name     string
+	bins     Binaries
+	dir      string
+	crdDirs  []string
+	crds     []*apiextensionsv1.CustomResourceDefinition
+	scheme   *runtime.Scheme
+	timeout  time.Duration
+	withFlux bool
+}
+
+// startCluster starts etcd and kube-apiserver and installs the CRDs.
+func startCluster(spec clusterSpec) (*Cluster, error) {
+	if err := os.MkdirAll(spec.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", spec.name, err)
+	}
+	apiLog, err := os.Create(filepath.Join(spec.dir, "kube-apiserver.log"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", spec.name, err)
+	}
+	apiPath, err := dieWithParent(spec.bins.Path(binKubeAPIServer), filepath.Join(spec.dir, "bin"))
+	if err != nil {
+		apiLog.Close()
+		return nil, err
+	}
+	etcdPath, err := dieWithParent(spec.bins.Path(binEtcd), filepath.Join(spec.dir, "bin"))
+	if err != nil {
+		apiLog.Close()
+		return nil, err
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(spec.crds))
+	for _, c := range spec.crds {
+		// envtest writes to the objects it installs; keep the caller's intact.
+		crds = append(crds, c.DeepCopy())
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    spec.bins.Dir,
+		CRDDirectoryPaths:        spec.crdDirs,
+		CRDs:                     crds,
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   spec.scheme,
+		ControlPlaneStartTimeout: spec.timeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+		// Explicit paths, so KUBEBUILDER_ASSETS or TEST_ASSET_* set for some
+		// other project cannot swap in programs of another version.
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: apiPath, Out: apiLog, Err: apiLog},
+			Etcd:      &envtest.Etcd{Path: etcdPath},
+		},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		// Start can fail after the processes are up (e.g. a bad CRD): stop them.
+		stopErr := env.Stop()
+		apiLog.Close()
+		return nil, errors.Join(fmt.Errorf("start cluster %s: %w; kube-apiserver log tail:\n%s",
+			spec.name, err, tailFile(apiLog.Name(), 20)), stopErr)
+	}
+	c := &Cluster{Name: spec.name, Config: cfg, Dir: spec.dir, env: env}
+	c.Client, err = client.New(cfg, client.Options{Scheme: spec.scheme})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("cluster %s: client: %w", spec.name, err), c.stopControlPlane())
+	}
+	c.Kubeconfig = filepath.Join(spec.dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, []string{spec.name}, map[string]*rest.Config{spec.name: cfg}, spec.name); err != nil {
+		return nil, errors.Join(err, c.stopControlPlane())
+	}
+	return c, nil
+}
+
+// EnsureNamespace creates the namespace name unless it exists.
+func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("cluster %s: create namespace %s: %w", c.Name, name, err)
+	}
+	return nil
+}
+
+// stopControlPlane stops kube-apiserver and etcd.
+func (c *Cluster) stopControlPlane() error {
+	if c.env == nil {
+		return nil
+	}
+	err := c.env.Stop()
+	if out, ok := c.env.ControlPlane.APIServer.Out.(*os.File); ok {
+		out.Close()
+	}
+	c.env = nil
+	if err != nil {
+		return fmt.Errorf("stop cluster %s: %w", c.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+)
+
+// Options says what to start.
+type Options struct {
+	// Clusters are the names of the clusters to start; one when empty
+	// ("cluster-1"). Each name is also a kubeconfig context.
+	Clusters []string
+	// CRDDirs are folders (or files) of CRD manifests to install in every cluster.
+	CRDDirs []string
+	// CRDs are CRD objects to install in every cluster.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// Flux starts source-controller and kustomize-controller in every cluster
+	// and installs Flux's CRDs.
+	Flux bool
+	// Git starts a git server (see [Testbed.Git]).
+	Git bool
+	// Dir holds the kubeconfig, logs and Flux storage; a new temporary
+	// folder when empty (removed by Stop only when the testbed made it).
+	Dir string
+	// Scheme for the clusters' clients; [NewScheme] when nil.
+	Scheme *runtime.Scheme
+	// StartTimeout bounds the start of each control plane and of Flux;
+	// 90 s when zero (two cores starting several clusters at once are slow).
+	StartTimeout time.Duration
+}
+
+// Testbed is a set of running clusters, and optionally a git server.
+type Testbed struct {
+	// Kubeconfig is the path of a kubeconfig with one context per cluster,
+	// named after the cluster; the current context is the first cluster.
+	Kubeconfig string
+	// Dir holds the kubeconfig, logs and Flux storage.
+	Dir string
+	// Git is the git server, nil unless [Options.Git].
+	Git *GitServer
+
+	clusters []*Cluster
+	ownDir   bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts everything opts asks for. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (*Testbed, error) {
+	bins, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Flux {
+		if err := bins.CheckFlux(); err != nil {
+			return nil, err
+		}
+	}
+	names := opts.Clusters
+	if len(names) == 0 {
+		names = []string{"cluster-1"}
+	}
+	if err := checkNames(names); err != nil {
+		return nil, err
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = NewScheme()
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	tb := &Testbed{Dir: opts.Dir}
+	if tb.Dir == "" {
+		if tb.Dir, err = os.MkdirTemp("", "gpufleet-testbed-"); err != nil {
+			return nil, fmt.Errorf("testbed: %w", err)
+		}
+		tb.ownDir = true
+	}
+	crdDirs := append([]string(nil), opts.CRDDirs...)
+	if opts.Flux {
+		crdDirs = append(crdDirs, bins.FluxCRDDir())
+	}
+
+	// Clusters start in parallel: most of the ~5 s is waiting, not CPU.
+	clusters := make([]*Cluster, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			clusters[i], errs[i] = startCluster(clusterSpec{
+				name: name, bins: bins, dir: filepath.Join(tb.Dir, name),
+				crdDirs: crdDirs, crds: opts.CRDs, scheme: opts.Scheme, timeout: opts.StartTimeout,
+			})
+		})
+	}
+	wg.Wait()
+	for _, c := range clusters {
+		if c != nil {
+			tb.clusters = append(tb.clusters, c)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, errors.Join(err, tb.Stop())
+	}
+
+	if opts.Flux {
+		fctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+		defer cancel()
+		for _, c := range tb.clusters {
+			f, err := startFlux(fctx, bins, c)
+			if err != nil {
+				return nil, errors.Join(err, tb.Stop())
+			}
+			c.Flux = f
+		}
+	}
+	if opts.Git {
+		if tb.Git, err = StartGitServer(); err != nil {
+			return nil, errors.Join(err, tb.Stop())
+		}
+	}
+
+	configs := map[string]*rest.Config{}
+	for _, c := range tb.clusters {
+		configs[c.Name] = c.Config
+	}
+	tb.Kubeconfig = filepath.Join(tb.Dir, "kubeconfig")
+	if err := writeKubeconfig(tb.Kubeconfig, names, configs, names[0]); err != nil {
+		return nil, errors.Join(err, tb.Stop())
+	}
+	return tb, nil
+}
+
+// New starts a testbed for the test t and stops it when t ends. Under
+// -short it skips t, since the testbed needs programs built by
+// "make testbin"; when they are missing it fails t with a message saying so.
+// When t fails, the tail of every Flux controller's log is logged.
+func New(t testing.TB, opts Options) *Testbed {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("testbed: skipped under -short (needs kube-apiserver and etcd)")
+	}
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	start := time.Now()
+	tb, err := Start(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	// Cleanups run last-registered first: the log dump runs before Stop,
+	// which runs before t.TempDir's removal.
+	t.Cleanup(func() {
+		if err := tb.Stop(); err != nil {
+			t.Errorf("testbed: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("testbed logs:\n%s", tb.LogTail(40))
+		}
+	})
+	t.Logf("testbed: %d cluster(s) up in %s (flux=%t), kubeconfig %s",
+		len(tb.clusters), time.Since(start).Round(10*time.Millisecond), opts.Flux, tb.Kubeconfig)
+	return tb
+}
+
+// Cluster returns the cluster called name, or nil.
+func (tb *Testbed) Cluster(name string) *Cluster {
+	for _, c := range tb.clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Clusters returns the clusters in the order they were named.
+func (tb *Testbed) Clusters() []*Cluster { return append([]*Cluster(nil), tb.clusters...) }
+
+// LogTail returns the last n lines of every Flux controller's log.
+func (tb *Testbed) LogTail(n int) string {
+	var b strings.Builder
+	for _, c := range tb.clusters {
+		if c.Flux != nil {
+			fmt.Fprintf(&b, "=== cluster %s ===\n%s", c.Name, c.Flux.LogTail(n))
+		}
+	}
+	return b.String()
+}
+
+// Stop stops everything, in the order that avoids slow shutdowns: every Flux
+// controller first (a controller whose API server vanished retries for ~30 s),
+// then the control planes, then the git server. It is safe to call twice.
+func (tb *Testbed) Stop() error {
+	tb.stopOnce.Do(func() {
+		var errs []error
+		for _, c := range tb.clusters {
+			errs = append(errs, c.Flux.stop())
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, c := range tb.clusters {
+			wg.Go(func() {
+				err := c.stopControlPlane()
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if tb.Git != nil {
+			errs = append(errs, tb.Git.Stop())
+		}
+		if tb.ownDir {
+			errs = append(errs, os.RemoveAll(tb.Dir))
+		}
+		tb.stopErr = errors.Join(errs...)
+	})
+	return tb.stopErr
+}
+
+// checkNames rejects duplicate or empty cluster names, and names that are
+// not usable as folder names.
+func checkNames(names []string) error {
+	seen := map[string]bool{}
+	var errs []error
+	for _, n := range names {
+		switch {
+		case n == "" || strings.ContainsAny(n, `/\`) || n == "." || n == "..":
+			errs = append(errs, fmt.Errorf("testbed: invalid cluster name %q", n))
+		case seen[n]:
+			errs = append(errs, fmt.Errorf("testbed: cluster %q named twice", n))
+		}
+		seen[n] = true
+	}
+	return errors.Join(errs...)
+}
