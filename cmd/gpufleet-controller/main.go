@@ -1,0 +1,80 @@
+// Command gpufleet-controller runs the lifecycle controller: it rolls each
+// DriverRollout's GPU driver version across a cluster's nodes. The logic is
+// in internal/controller; this file only wires flags to it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gpufleet/gpufleet/internal/controller"
+)
+
+// Exit codes: 2 for a bad command line, 1 for anything else.
+const (
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr, ctrl.SetupSignalHandler))
+}
+
+// run parses args and runs the controller until signals' context ends. It
+// returns the exit code.
+func run(args []string, stderr io.Writer, signals func() context.Context) int {
+	fs := flag.NewFlagSet(controller.Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o controller.Options
+	var kubeconfig string
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" turns it off`)
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so only one replica acts at a time")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's own)")
+	fs.StringVar(&o.DriverPodSelector, "driver-pod-selector", controller.DefaultDriverPodSelector, "label selector of the GPU Operator's driver pods")
+	fs.DurationVar(&o.DrainRetry, "drain-retry", 0, "how soon a drain blocked by a PodDisruptionBudget is retried (default 5s)")
+	fs.DurationVar(&o.HealthPoll, "health-poll", 0, "how often a soaking node's Prometheus query runs (default 30s)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	zo := zap.Options{}
+	zo.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if err := o.Validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", controller.Name, err)
+		return exitUsage
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		log.Error(err, "no cluster to talk to")
+		return exitFailed
+	}
+	ctx := signals()
+	if err := controller.Run(ctx, cfg, o); err != nil {
+		log.Error(err, "controller stopped")
+		return exitFailed
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

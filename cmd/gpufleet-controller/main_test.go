@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func cancelled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+func TestRunExitCodes(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(bad, []byte("not: [a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		say  string
+	}{
+		{"help", []string{"-h"}, 0, "-leader-elect"},
+		{"unknown flag", []string{"--bogus"}, exitUsage, "flag provided but not defined"},
+		{"bad selector", []string{"--driver-pod-selector", "app in ("}, exitUsage, "driver pod selector"},
+		{"negative duration", []string{"--drain-retry", "-1s"}, exitUsage, "negative"},
+		{"unreadable kubeconfig", []string{"--kubeconfig", bad}, exitFailed, "no cluster to talk to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(tt.args, &out, cancelled); code != tt.code {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, tt.code, out.String())
+			}
+			if !strings.Contains(out.String(), tt.say) {
+				t.Errorf("output does not say %q:\n%s", tt.say, out.String())
+			}
+		})
+	}
+}

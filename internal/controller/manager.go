@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// Name is the controller's name: its Events' reporting controller, its
+// leader-election lease and its field manager.
+const Name = "gpufleet-controller"
+
+// Options configure the manager that runs the controller.
+type Options struct {
+	// MetricsAddr serves /metrics; "0" turns it off.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; "0" turns it off.
+	ProbeAddr string
+	// LeaderElect makes only one replica act at a time.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the lease; the pod's own namespace
+	// when empty (in cluster).
+	LeaderElectionNamespace string
+	// DriverPodSelector selects the GPU Operator's driver pods.
+	DriverPodSelector string
+	// DrainRetry and HealthPoll: see Reconciler.
+	DrainRetry, HealthPoll time.Duration
+	// Clock defaults to the wall clock (tests move it).
+	Clock Clock
+	// Prometheus defaults to PrometheusHTTP.
+	Prometheus MetricsSource
+	// WrapClient, when set, wraps the reconciler's client (a benchmark
+	// counts API writes with it).
+	WrapClient func(client.Client) client.Client
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
+}
+
+// Validate collects every problem with the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if _, err := labels.Parse(o.DriverPodSelector); err != nil {
+		errs = append(errs, fmt.Errorf("driver pod selector %q: %w", o.DriverPodSelector, err))
+	}
+	if o.DrainRetry < 0 {
+		errs = append(errs, fmt.Errorf("drain retry %s is negative", o.DrainRetry))
+	}
+	if o.HealthPoll < 0 {
+		errs = append(errs, fmt.Errorf("health poll %s is negative", o.HealthPoll))
+	}
+	return errors.Join(errs...)
+}
+
+// NewScheme returns the scheme the controller reads and writes with.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// NewManager builds a manager running the DriverRollout controller, with
+// metrics (controller-runtime's registry), health and readiness probes,
+// and optional leader election. It contacts nothing until started.
+func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if o.DriverPodSelector == "" {
+		o.DriverPodSelector = DefaultDriverPodSelector
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	sel, _ := labels.Parse(o.DriverPodSelector)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        Name + ".gpufleet.io",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// The controller acts on nodes: when it loses the lease it stops
+		// at once rather than act beside a new leader.
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only Events about nodes are health signals; caching the
+			// cluster's every Event would cost memory for nothing.
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "Node")},
+		}},
+		Controller: ctrlConfig(o.SkipNameValidation),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("health check: %w", err)
+	}
+	// Ready once the cache has synced: before that the controller knows
+	// nothing of the cluster.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("cache not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("readiness check: %w", err)
+	}
+	m, err := NewMetrics(metrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	c := mgr.GetClient()
+	if o.WrapClient != nil {
+		c = o.WrapClient(c)
+	}
+	r := &Reconciler{
+		Client:     c,
+		Clock:      o.Clock,
+		Recorder:   mgr.GetEventRecorder(Name),
+		Metrics:    m,
+		Prometheus: o.Prometheus,
+		DriverPods: sel,
+		DrainRetry: o.DrainRetry,
+		HealthPoll: o.HealthPoll,
+	}
+	if err := r.SetupWithManager(ctx, mgr, "driverrollout"); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	mgr, err := NewManager(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+func ctrlConfig(skipNameValidation bool) ctrlconfig.Controller {
+	return ctrlconfig.Controller{SkipNameValidation: &skipNameValidation}
+}

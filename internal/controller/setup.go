@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// SetupWithManager registers the cache indexes the reconciler reads by and
+// the controller with its watches: DriverRollouts, and everything that can
+// move a node forward (the node, the pods on it, Events about it).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, name string) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	if err := idx.IndexField(ctx, &corev1.Event{}, indexEventNode, func(o client.Object) []string {
+		if e := o.(*corev1.Event); e.InvolvedObject.Kind == "Node" {
+			return []string{e.InvolvedObject.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index events by node: %w", err)
+	}
+	all := handler.EnqueueRequestsFromMapFunc(r.allRollouts)
+	onNode := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			return o.Spec.NodeName != ""
+		case *corev1.Event:
+			return o.InvolvedObject.Kind == "Node"
+		}
+		return true
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(&v1alpha1.DriverRollout{}).
+		Watches(&corev1.Node{}, all).
+		Watches(&corev1.Pod{}, all, builder.WithPredicates(onNode)).
+		Watches(&corev1.Event{}, all, builder.WithPredicates(onNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// allRollouts maps any watched change to every DriverRollout: there are few
+// of them, and the work queue folds repeated requests into one pass.
+func (r *Reconciler) allRollouts(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.DriverRolloutList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, ro := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ro.Name}})
+	}
+	return out
+}

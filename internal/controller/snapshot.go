@@ -1,0 +1,264 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
+
+// Field indexes the controller registers on its cache.
+const (
+	indexPodNode   = "spec.nodeName"
+	indexEventNode = "involvedObject.nodeName"
+)
+
+// observation is one pass's view of the cluster: the planner's snapshot and
+// what the actuator needs besides (the node objects, the pods to evict).
+type observation struct {
+	snap  planner.Snapshot
+	nodes map[string]*corev1.Node
+	// evict are, per node being drained, the pods still to evict.
+	evict map[string][]corev1.Pod
+}
+
+// observe builds the planner's snapshot of ro's cluster at now.
+func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, now time.Time) (*observation, error) {
+	var list corev1.NodeList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	obs := &observation{
+		snap:  planner.Snapshot{Rollout: ro, Nodes: make([]planner.Node, 0, len(list.Items))},
+		nodes: make(map[string]*corev1.Node, len(list.Items)),
+		evict: map[string][]corev1.Pod{},
+	}
+	sel, err := nodeSelector(ro)
+	if err != nil {
+		// The planner reports the bad selector in the status; observe the
+		// nodes anyway so it can.
+		sel = labels.Nothing()
+	}
+	for i := range list.Items {
+		node := &list.Items[i]
+		obs.nodes[node.Name] = node
+		n := observeNode(node, ro.Name, now)
+		if sel.Matches(labels.Set(node.Labels)) {
+			if err := r.observeWork(ctx, ro, node, &n, obs, now); err != nil {
+				return nil, err
+			}
+		}
+		obs.snap.Nodes = append(obs.snap.Nodes, n)
+	}
+	return obs, nil
+}
+
+// observeWork fills in what a node's phase waits for: pods to drain, the
+// driver pod, the reported version, health signals. Nodes not being worked
+// on need none of it, which keeps a pass over a big idle fleet cheap.
+func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout, node *corev1.Node, n *planner.Node, obs *observation, now time.Time) error {
+	n.DriverVersion = node.Labels[LabelDriverVersion]
+	phase := n.Phase
+	if phase == "" || phase == v1alpha1.NodePending || phase == v1alpha1.NodeDone ||
+		phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeQuarantined {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{indexPodNode: node.Name}); err != nil {
+		return fmt.Errorf("list pods on node %s: %w", node.Name, err)
+	}
+	switch phase {
+	case v1alpha1.NodeDraining:
+		left := podsToDrain(pods.Items)
+		n.Drained = len(left) == 0
+		obs.evict[node.Name] = left
+	case v1alpha1.NodeInstalling, v1alpha1.NodeValidating:
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
+	case v1alpha1.NodeRollingBack:
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.PreviousVersion)
+	case v1alpha1.NodeSoaking:
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
+		sigs, err := r.signals(ctx, ro, node, n.Since, now)
+		if err != nil {
+			return err
+		}
+		n.Signals = sigs
+	}
+	return nil
+}
+
+func nodeSelector(ro *v1alpha1.DriverRollout) (labels.Selector, error) {
+	return metav1.LabelSelectorAsSelector(&ro.Spec.NodeSelector)
+}
+
+// observeNode reads a node's state and the progress recorded on it. Progress
+// recorded by another rollout is ignored: for this rollout the node has not
+// started. A phase without a readable start time starts now, so its
+// timeouts run from the first pass that sees it rather than firing at once.
+func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node {
+	n := planner.Node{
+		Name:          node.Name,
+		Labels:        node.Labels,
+		Unschedulable: node.Spec.Unschedulable,
+		Ready:         nodeReady(node),
+	}
+	if node.Labels[LabelRollout] != rollout {
+		return n
+	}
+	n.Phase = v1alpha1.NodePhase(node.Labels[LabelPhase])
+	n.AdminCordoned = node.Annotations[AnnotationAdminCordoned] == "true"
+	n.Failed = node.Annotations[AnnotationFailed] == "true"
+	n.Since = now
+	if s, ok := node.Annotations[AnnotationSince]; ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			n.Since = t
+		}
+	}
+	return n
+}
+
+// nodeReady reports the node's Ready condition.
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podsToDrain returns the pods that keep a node from being drained: every
+// pod still on it except DaemonSet pods (the driver among them: they must
+// stay), mirror pods (the kubelet owns them) and pods that have finished.
+// A pod already being deleted still counts until it is gone, because its
+// containers may still hold the GPU.
+func podsToDrain(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if skipDrain(&p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func skipDrain(p *corev1.Pod) bool {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return true
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingFailures are container waiting reasons that mean a driver pod
+// will not come up by itself.
+var waitingFailures = []string{
+	"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
+	"CreateContainerError", "RunContainerError", "InvalidImageName",
+}
+
+// driverState reports whether the node's driver pod for version is Ready,
+// and whether it failed to install. A driver pod is one sel matches. A pod
+// known to be of another version does not count, so the old driver's pod
+// lingering for a moment after the label flip is not taken for the new one:
+// its node selector names another driver version (the DaemonSet of another
+// NVIDIADriver), or its image tag starts with another version.
+func driverState(pods []corev1.Pod, sel labels.Selector, version string) (ready, failed bool) {
+	for i := range pods {
+		p := &pods[i]
+		if !sel.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil {
+			continue
+		}
+		if v, ok := p.Spec.NodeSelector[LabelDriver]; ok && v != version {
+			continue
+		}
+		if v := podDriverVersion(p); v != "" && v != version {
+			continue
+		}
+		if podFailed(p) {
+			failed = true
+			continue
+		}
+		if podReady(p) {
+			ready = true
+		}
+	}
+	if ready {
+		failed = false
+	}
+	return ready, failed
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podFailed(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	statuses := slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+	for _, s := range statuses {
+		if w := s.State.Waiting; w != nil && slices.Contains(waitingFailures, w.Reason) {
+			return true
+		}
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 && s.RestartCount > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// imageVersion matches the driver version at the start of an image tag:
+// driver images are tagged "<version>-<os>", e.g. 580.95.05-ubuntu22.04.
+var imageVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}`)
+
+// podDriverVersion is the driver version a driver pod's image tag names,
+// or "" when no tag names one (a precompiled driver's "570-5.15.0-…").
+func podDriverVersion(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		img := c.Image
+		if i := strings.LastIndexByte(img, '@'); i >= 0 {
+			img = img[:i]
+		}
+		if i := strings.LastIndexByte(img, '/'); i >= 0 {
+			img = img[i+1:]
+		}
+		_, tag, ok := strings.Cut(img, ":")
+		if !ok {
+			continue
+		}
+		if v := imageVersion.FindString(tag); v != "" && (len(v) == len(tag) || !isDigitOrDot(tag[len(v)])) {
+			return v
+		}
+	}
+	return ""
+}
+
+func isDigitOrDot(b byte) bool { return b == '.' || (b >= '0' && b <= '9') }
