@@ -97,6 +97,40 @@ func findKey(table []string, key string) (first, last int, ok bool) {
 // bracketDepth counts [ and { minus ] and } outside strings and comments.
 func bracketDepth(s string) int {
 	depth := 0
+	scanCode(s, func(i int, c byte) bool {
+		switch c {
+		case '#':
+			return false
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		return true
+	})
+	return depth
+}
+
+// trailingComment keeps a comment that followed a value on its last line.
+func trailingComment(line string) string {
+	comment := ""
+	scanCode(line, func(i int, c byte) bool {
+		if c != '#' {
+			return true
+		}
+		j := i
+		for j > 0 && (line[j-1] == ' ' || line[j-1] == '\t') {
+			j--
+		}
+		comment = strings.TrimRight(line[j:], "\n")
+		return false
+	})
+	return comment
+}
+
+// scanCode calls visit for each byte of s outside TOML strings, until
+// visit returns false.
+func scanCode(s string, visit func(i int, c byte) bool) {
 	inString := byte(0)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -109,40 +143,10 @@ func bracketDepth(s string) int {
 			}
 		case c == '"' || c == '\'':
 			inString = c
-		case c == '#':
-			return depth
-		case c == '[' || c == '{':
-			depth++
-		case c == ']' || c == '}':
-			depth--
+		case !visit(i, c):
+			return
 		}
 	}
-	return depth
-}
-
-// trailingComment keeps a comment that followed a value on its last line.
-func trailingComment(line string) string {
-	inString := byte(0)
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case inString != 0:
-			if c == '\\' && inString == '"' {
-				i++
-			} else if c == inString {
-				inString = 0
-			}
-		case c == '"' || c == '\'':
-			inString = c
-		case c == '#':
-			j := i
-			for j > 0 && (line[j-1] == ' ' || line[j-1] == '\t') {
-				j--
-			}
-			return strings.TrimRight(line[j:], "\n")
-		}
-	}
-	return ""
 }
 
 // lastKeyLine is the last line of the table that is not blank or a comment,
