@@ -60,17 +60,9 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	if err := checkClean(dir, filepath.Base(o.FleetFile)); err != nil {
 		return nil, err
 	}
-	step, err := o.Mutation(f)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
-	}
-	newSrc, err := Edit(f.Source, f.Promotion, step.Promotion)
+	step, newSrc, next, err := stepFleet(f, o.Mutation)
 	if err != nil {
 		return nil, err
-	}
-	next, err := fleet.Parse(o.FleetFile, newSrc)
-	if err != nil {
-		return nil, fmt.Errorf("the edited fleet file is invalid (nothing was changed): %w", err)
 	}
 	gateLine := ""
 	if len(step.Gate) > 0 {
@@ -135,6 +127,24 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Committed = true
 	return res, nil
+}
+
+// stepFleet runs the mutation on f and returns the step, the edited file
+// and the fleet it parses into; nothing is written.
+func stepFleet(f *fleet.Fleet, m Mutation) (Step, []byte, *fleet.Fleet, error) {
+	step, err := m(f)
+	if err != nil {
+		return Step{}, nil, nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	newSrc, err := Edit(f.Source, f.Promotion, step.Promotion)
+	if err != nil {
+		return Step{}, nil, nil, err
+	}
+	next, err := fleet.Parse(f.Path, newSrc)
+	if err != nil {
+		return Step{}, nil, nil, fmt.Errorf("the edited fleet file is invalid (nothing was changed): %w", err)
+	}
+	return step, newSrc, next, nil
 }
 
 func message(step Step, gateLine string) string {

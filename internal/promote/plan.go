@@ -27,15 +27,7 @@ type Plan struct {
 
 // MakePlan computes what m would do to the fleet f.
 func MakePlan(f *fleet.Fleet, m Mutation) (*Plan, error) {
-	step, err := m(f)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
-	}
-	newSrc, err := Edit(f.Source, f.Promotion, step.Promotion)
-	if err != nil {
-		return nil, err
-	}
-	next, err := fleet.Parse(f.Path, newSrc)
+	step, newSrc, next, err := stepFleet(f, m)
 	if err != nil {
 		return nil, err
 	}

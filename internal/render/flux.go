@@ -119,10 +119,7 @@ func operatorObjects(p clusterPlan) ([]object, error) {
 			return nil, err
 		}
 		objs = append(objs,
-			object{file: "namespace-" + op.namespace + ".yaml", obj: &corev1.Namespace{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-				ObjectMeta: metav1.ObjectMeta{Name: op.namespace, Labels: baseLabels(p)},
-			}},
+			namespaceObject(p, op.namespace),
 			object{file: "helmrelease-" + op.chart + ".yaml", obj: &helmv2.HelmRelease{
 				TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 				ObjectMeta: metav1.ObjectMeta{Name: op.chart, Namespace: op.namespace, Labels: releaseLabels(p, p.release.Name)},
@@ -184,12 +181,17 @@ func operatorManifests(p clusterPlan) ([]object, error) {
 			return nil, err
 		}
 		objs = append(objs,
-			object{file: "namespace-" + op.namespace + ".yaml", obj: &corev1.Namespace{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-				ObjectMeta: metav1.ObjectMeta{Name: op.namespace, Labels: baseLabels(p)},
-			}},
+			namespaceObject(p, op.namespace),
 			object{file: op.chart + "-" + op.version + ".yaml", obj: rawManifests(b)},
 		)
 	}
 	return objs, nil
+}
+
+// namespaceObject is an operator's namespace, in its own file.
+func namespaceObject(p clusterPlan, name string) object {
+	return object{file: "namespace-" + name + ".yaml", obj: &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: baseLabels(p)},
+	}}
 }

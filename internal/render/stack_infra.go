@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -32,13 +33,13 @@ func controllerObjects(s *fleet.Stack) []object {
 			sources[chartSourceName(svc)] = svc
 		}
 	}
-	for _, ns := range sortedNames(namespaces) {
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
 		objs = append(objs, object{file: "namespace-" + ns + ".yaml", obj: &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "gpufleet"}},
 		}})
 	}
-	for _, name := range sortedNames(sources) {
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
 		repo := &sourcev1.HelmRepository{
 			TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmRepositoryKind},
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fluxNamespace},
@@ -175,13 +176,4 @@ func sopsConfig(f *fleet.Fleet) []byte {
 	}
 	b, _ := yaml.Marshal(map[string]any{"creation_rules": rules})
 	return append([]byte(Header), b...)
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
 }
