@@ -1,0 +1,153 @@
+// Package gatetest arranges clusters on the testbed the way the fleet's
+// controllers leave them once a release converged, so tests of the gate and
+// of promotion can run the real gate against real API servers. Objects are
+// created through the API server (their CRDs must be installed), with the
+// statuses Flux, helm-controller and the GPU Operator would set; GPU nodes
+// come from the node agent.
+package gatetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+// CRDDirs are the CRDs a gated cluster needs: the GPU Operator's (real,
+// from ../shared/operators at version), the DriverRollout's, a stand-in for
+// helm-controller's HelmRelease (the program cannot be built here, so its
+// CRD is not at hand; the gate reads HelmReleases unstructured), and
+// Flux's own. root is the repository root. It returns an error naming what
+// is missing when the shared operator data is absent.
+func CRDDirs(root, gpuOperatorVersion string) ([]string, error) {
+	shared := root + "/../shared/operators/gpu-operator/" + gpuOperatorVersion + "/deployments/gpu-operator/crds"
+	if _, err := os.Stat(shared); err != nil {
+		return nil, fmt.Errorf("the real GPU Operator CRDs are not in ../shared/operators: %w", err)
+	}
+	dirs := []string{shared, root + "/config/crd/bases", root + "/internal/gate/gatetest/testdata/helmrelease-crd.yaml"}
+	if bins, err := testbed.FindBinaries(); err == nil {
+		dirs = append(dirs, bins.FluxCRDDir())
+	}
+	return dirs, nil
+}
+
+// Scheme is the testbed's scheme with the DriverRollout added.
+func Scheme() *runtime.Scheme {
+	s := testbed.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// LastTransition is the time stamped on the conditions Arrange writes.
+var LastTransition = metav1.Date(2026, 12, 1, 0, 0, 0, 0, metav1.Now().Location())
+
+// Arrange makes cluster e.Cluster look converged on e: Flux Kustomizations
+// Ready at e.Revision, HelmReleases Ready at their chart versions, the
+// ClusterPolicy and NVIDIADrivers ready, the DriverRollout completed, and
+// every GPU node created by the node agent on e.Release's driver. It
+// returns the node agent, synced once (the caller may Run it).
+func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Sim, error) {
+	for _, ns := range []string{"flux-system", "gpu-operator", "nvidia-network-operator"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	ready := []any{map[string]any{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "Applied revision", "lastTransitionTime": LastTransition.UTC().Format("2006-01-02T15:04:05Z")}}
+	for _, name := range e.Kustomizations {
+		spec := map[string]any{"interval": "10m", "path": "./clusters/" + e.Cluster + "/" + name, "prune": true, "sourceRef": map[string]any{"kind": "GitRepository", "name": "flux-system"}}
+		status := map[string]any{"conditions": ready, "lastAppliedRevision": "main@sha1:" + e.Revision}
+		if err := create(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", name, spec, status); err != nil {
+			return nil, err
+		}
+	}
+	for key, version := range e.HelmReleases {
+		ns, name, _ := strings.Cut(key, "/")
+		status := map[string]any{"conditions": ready, "history": []any{map[string]any{"chartVersion": version}}}
+		if err := create(ctx, c, "helm.toolkit.fluxcd.io/v2", "HelmRelease", ns, name, map[string]any{"interval": "30m"}, status); err != nil {
+			return nil, err
+		}
+	}
+	empty := map[string]any{}
+	policy := map[string]any{"daemonsets": empty, "dcgm": empty, "dcgmExporter": empty, "devicePlugin": empty, "driver": empty, "gfd": empty, "nodeStatusExporter": empty, "operator": empty, "toolkit": empty}
+	if err := create(ctx, c, "nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", policy, map[string]any{"state": "ready"}); err != nil {
+		return nil, err
+	}
+	for _, name := range e.NVIDIADrivers {
+		if err := create(ctx, c, "nvidia.com/v1alpha1", "NVIDIADriver", "", name, map[string]any{"driverType": "gpu", "image": "driver"}, map[string]any{"state": "ready"}); err != nil {
+			return nil, err
+		}
+	}
+	sim := nodesim.New(c, nodesim.Options{})
+	total := int32(0)
+	for _, p := range e.Pools {
+		if _, err := sim.AddPool(ctx, nodesim.Pool{Name: p.Name, Product: p.Product, Nodes: p.Nodes, Driver: e.Release.Driver}); err != nil {
+			return nil, fmt.Errorf("node agent: %w", err)
+		}
+		total += int32(p.Nodes)
+	}
+	if err := sim.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("node agent: %w", err)
+	}
+	dr := &v1alpha1.DriverRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: e.Rollout},
+		Spec: v1alpha1.DriverRolloutSpec{
+			TargetVersion: e.Release.Driver, PreviousVersion: e.Release.Driver, FailureBudget: int32(e.MaxQuarantined),
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nvidia.com/gpu.present": "true"}},
+		},
+	}
+	if err := c.Create(ctx, dr); err != nil {
+		return nil, fmt.Errorf("DriverRollout: %w", err)
+	}
+	dr.Status = v1alpha1.DriverRolloutStatus{
+		ObservedGeneration: dr.Generation, Phase: v1alpha1.PhaseCompleted, Total: total, Nodes: v1alpha1.NodeCounts{Done: total},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "AllNodesDone", Message: "every node is on the target driver", LastTransitionTime: LastTransition}},
+	}
+	if err := c.Status().Update(ctx, dr); err != nil {
+		return nil, fmt.Errorf("DriverRollout status: %w", err)
+	}
+	return sim, nil
+}
+
+// create makes an object and then sets its status, as its controller would.
+func create(ctx context.Context, c client.Client, apiVersion, kind, ns, name string, spec, status map[string]any) error {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
+	u.SetName(name)
+	u.SetNamespace(ns)
+	if err := c.Create(ctx, u); err != nil {
+		return fmt.Errorf("create %s %s: %w", kind, name, err)
+	}
+	status["observedGeneration"] = u.GetGeneration()
+	u.Object["status"] = status
+	if err := c.Status().Update(ctx, u); err != nil {
+		return fmt.Errorf("status of %s %s: %w", kind, name, err)
+	}
+	return nil
+}
+
+// Update changes one object through get, mutate and update (status
+// subresource when status is true).
+func Update(ctx context.Context, c client.Client, apiVersion, kind, ns, name string, status bool, mutate func(*unstructured.Unstructured)) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return err
+	}
+	mutate(u)
+	if status {
+		return c.Status().Update(ctx, u)
+	}
+	return c.Update(ctx, u)
+}
