@@ -36,30 +36,10 @@ func (p *promoteFlags) register(cmd *cobra.Command, gated bool) {
 	}
 }
 
-// gateFunc runs the real gate on the clusters a promotion leaves, at the
-// fleet repository's HEAD.
-func (p *promoteFlags) gateFunc(out io.Writer) promote.GateFunc {
-	return func(ctx context.Context, f *fleet.Fleet, clusters []string) (bool, string, error) {
-		rev, err := gate.HeadRevision(filepath.Dir(p.fleetFile))
-		if err != nil {
-			return false, "", err
-		}
-		rep := gate.Run(ctx, gate.Options{Fleet: f, Clusters: clusters, Revision: rev, Kubeconfig: p.kubeconfig, Timeout: p.gateTimeout, Now: time.Now})
-		if rep.Verdict() != gate.Pass {
-			printGate(out, rep)
-			var failed []string
-			for _, c := range rep.Failed() {
-				failed = append(failed, fmt.Sprintf("%s %s: %s", c.Cluster, c.Name, c.Message))
-			}
-			return false, fmt.Sprintf("%s (%s)", rep.Verdict(), strings.Join(failed, "; ")), nil
-		}
-		return true, fmt.Sprintf("%s at %s (%d checks)", strings.Join(clusters, ", "), rev[:min(12, len(rev))], len(rep.Checks)), nil
-	}
-}
-
 func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation) error {
 	res, err := promote.Apply(ctx, promote.Options{
-		FleetFile: p.fleetFile, Mutation: m, Gate: p.gateFunc(s.Out),
+		FleetFile: p.fleetFile, Mutation: m,
+		Gate:     promote.RealGate(filepath.Dir(p.fleetFile), p.kubeconfig, p.gateTimeout, func(r *gate.Report) { printGate(s.Out, r) }),
 		SkipGate: p.skipGate, Reason: p.reason, NoCommit: p.noCommit,
 	})
 	var probs fleet.Problems
