@@ -356,3 +356,31 @@ func TestMetrics(t *testing.T) {
 	var nilMetrics *Metrics
 	nilMetrics.transition("r", planner.Transition{})
 }
+
+func TestExpectations(t *testing.T) {
+	node := func(stamp string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationSince: stamp}}}
+	}
+	var e expectations
+	if got := e.stale(map[string]*corev1.Node{"a": node("1")}, t0); got != "" {
+		t.Errorf("no writes: stale %q", got)
+	}
+	e.wrote("a", "2", t0)
+	e.wrote("b", "2", t0)
+	nodes := map[string]*corev1.Node{"a": node("1"), "b": node("2")}
+	if got := e.stale(nodes, t0.Add(time.Second)); got != "a" {
+		t.Errorf("cache behind on a: stale %q", got)
+	}
+	nodes["a"] = node("2")
+	if got := e.stale(nodes, t0.Add(time.Second)); got != "" {
+		t.Errorf("cache caught up: stale %q", got)
+	}
+	e.wrote("c", "3", t0)
+	if got := e.stale(map[string]*corev1.Node{"c": node("1")}, t0.Add(expectTimeout+time.Second)); got != "" {
+		t.Errorf("expired expectation still waited on: %q", got)
+	}
+	e.wrote("d", "3", t0)
+	if got := e.stale(map[string]*corev1.Node{}, t0); got != "" {
+		t.Errorf("deleted node waited on: %q", got)
+	}
+}

@@ -77,6 +77,10 @@ type Reconciler struct {
 	// HealthPoll is how often a soaking node's Prometheus query runs; 30 s
 	// when zero. Conditions and Events are watched, not polled.
 	HealthPoll time.Duration
+
+	// expect holds this controller's node writes the cache may not show
+	// yet (see expectations).
+	expect expectations
 }
 
 func (r *Reconciler) now() time.Time {
@@ -142,14 +146,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	before := ro.DeepCopy()
 	var plan *planner.Result
 	defer func() {
-		if plan == nil {
+		// A pass that stopped half way leaves the status as it was: the
+		// planner's status describes every transition done, and
+		// observedGeneration says the spec was fully acted on. The retry
+		// writes it.
+		if plan == nil || retErr != nil {
 			return
 		}
 		st := plan.Status
-		if retErr != nil {
-			// observedGeneration says the spec was fully acted on.
-			st.ObservedGeneration = before.Status.ObservedGeneration
-		}
 		r.Metrics.observeStatus(ro, &st, int(ro.Spec.FailureBudget))
 		if equality.Semantic.DeepEqual(before.Status, st) {
 			return
@@ -167,6 +171,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if node := r.expect.stale(obs.nodes, now); node != "" {
+		// Planning from a view without our last write could start a node
+		// twice or exceed maxUnavailable: wait for the cache.
+		logger.V(1).Info("cache behind our last write; waiting", "node", node)
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	}
 	res := planner.Plan(obs.snap, now)
 	plan = &res
 	r.approvalEvent(before)
@@ -182,6 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return ctrl.Result{}, err
 		}
 		obs.nodes[t.Node] = updated
+		r.expect.wrote(t.Node, updated.Annotations[AnnotationSince], now)
 		r.Metrics.transition(ro.Name, t)
 		r.transitionEvent(ro, updated, t)
 	}
@@ -209,6 +220,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }
+
+// cacheLagRetry is how soon a pass that found the cache behind the
+// controller's own writes runs again.
+const cacheLagRetry = 100 * time.Millisecond
 
 // phaseAfter is the node's phase once this pass's transitions are done.
 func phaseAfter(n planner.Node, ts []planner.Transition) v1alpha1.NodePhase {

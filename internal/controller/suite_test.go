@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
@@ -42,54 +40,7 @@ var suite struct {
 	sim  *nodesim.Sim
 	stop context.CancelFunc
 	done chan struct{}
-	// crdPatched says the generated CRD had to be patched to install (see
-	// loadCRD); TestCRDInstallsAsGenerated reports it.
-	crdPatched string
 }
-
-// crdFile is the generated DriverRollout CRD.
-const crdFile = "../../config/crd/bases/gpufleet.io_driverrollouts.yaml"
-
-// loadCRD reads the generated CRD. A real API server refuses a CEL rule
-// whose estimated cost is over budget; a window's start and end carry a
-// pattern but no maxLength, which makes "self.start != self.end" too
-// costly. Until the API gives them a maxLength, the suite adds one (5,
-// "HH:MM") so the controller can be tested, and records that it did.
-func loadCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := os.ReadFile(crdFile)
-	if err != nil {
-		return nil, err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return nil, fmt.Errorf("%s: %w", crdFile, err)
-	}
-	for i := range crd.Spec.Versions {
-		v := &crd.Spec.Versions[i]
-		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-			continue
-		}
-		spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
-		windows, ok := spec.Properties["windows"]
-		if !ok || windows.Items == nil || windows.Items.Schema == nil {
-			continue
-		}
-		item := windows.Items.Schema
-		for _, f := range []string{"start", "end"} {
-			p := item.Properties[f]
-			if p.MaxLength == nil {
-				p.MaxLength = ptrInt64(5)
-				item.Properties[f] = p
-				suite.crdPatched = "spec.windows[].start and .end have no maxLength: the API server rejects the window rule as too costly"
-			}
-		}
-		spec.Properties["windows"] = windows
-		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
-	}
-	return crd, nil
-}
-
-func ptrInt64(v int64) *int64 { return &v }
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
@@ -128,14 +79,11 @@ func env(t testing.TB) client.Client {
 		t.Skip("envtest: skipped under -short (needs kube-apiserver and etcd from `make testbin`)")
 	}
 	suite.once.Do(func() {
-		crd, err := loadCRD()
-		if err != nil {
-			suite.err = err
-			return
-		}
+		// The generated CRD as it is: a schema or CEL rule the API server
+		// refuses fails every test here.
 		tb, err := testbed.Start(context.Background(), testbed.Options{
-			CRDs:   []*apiextensionsv1.CustomResourceDefinition{crd},
-			Scheme: testScheme(),
+			CRDDirs: []string{"../../config/crd/bases"},
+			Scheme:  testScheme(),
 		})
 		if err != nil {
 			suite.err = err
