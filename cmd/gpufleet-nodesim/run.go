@@ -32,6 +32,7 @@ type options struct {
 	badDrivers  []string
 	installTime time.Duration
 	heartbeat   time.Duration
+	resync      time.Duration
 	runPods     bool
 }
 
@@ -69,6 +70,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Var(listFlag{&o.badDrivers}, "bad-driver", "a driver version whose install fails (repeatable)")
 	fs.DurationVar(&o.installTime, "install-time", 3*time.Second, "how long a driver install takes")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "how often nodes renew their Ready heartbeat")
+	fs.DurationVar(&o.resync, "resync", 500*time.Millisecond, "how often the simulator looks at the cluster")
 	fs.BoolVar(&o.runPods, "run-pods", true, "mark pods bound to simulated nodes Running and Ready")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -92,8 +94,8 @@ func (o options) validate() error {
 			errs = append(errs, fmt.Errorf("--bad-driver: %w", err))
 		}
 	}
-	if o.installTime <= 0 || o.heartbeat <= 0 {
-		errs = append(errs, errors.New("--install-time and --heartbeat must be positive"))
+	if o.installTime <= 0 || o.heartbeat <= 0 || o.resync <= 0 {
+		errs = append(errs, errors.New("--install-time, --heartbeat and --resync must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -116,6 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpufleet-nodesim: load kubeconfig: %v\n", err)
 		return exitUsage
 	}
+	// client-go's default of 5 requests a second is too few for a pass over
+	// a demo fleet; the simulator only writes what changes.
+	cfg.QPS, cfg.Burst = 50, 100
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		fmt.Fprintf(stderr, "gpufleet-nodesim: %v\n", err)
@@ -124,6 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sim := nodesim.New(c, nodesim.Options{
 		InstallTime: o.installTime,
 		Heartbeat:   o.heartbeat,
+		Resync:      o.resync,
 		BadDrivers:  o.badDrivers,
 		RunPods:     o.runPods,
 		Logf: func(format string, args ...any) {

@@ -101,22 +101,14 @@ func (s *Sim) createDriverPod(ctx context.Context, node, version string, now tim
 	return s.setDriverPodStatus(ctx, pod.Name, pod.UID, driverPodInstalling(now))
 }
 
-// syncDriver plays the driver DaemonSet on node: see planDriver.
-func (s *Sim) syncDriver(ctx context.Context, node string, now time.Time) error {
-	n := &corev1.Node{}
-	if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		return fmt.Errorf("node %s: %w", node, err)
-	}
-	list := &corev1.PodList{}
-	if err := s.c.List(ctx, list, client.InNamespace(s.opts.DriverNamespace),
-		client.MatchingLabels{LabelDriverPodApp: DriverPodApp}); err != nil {
-		return fmt.Errorf("node %s: list driver pods: %w", node, err)
-	}
+// syncDriver plays the driver DaemonSet on node n, given the pods bound to
+// it in this pass's snapshot: see planDriver.
+func (s *Sim) syncDriver(ctx context.Context, n *corev1.Node, bound []*corev1.Pod, now time.Time) error {
+	node := n.Name
 	var pods []driverPod
 	uids := map[string]types.UID{}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.Spec.NodeName != node || p.DeletionTimestamp != nil {
+	for _, p := range bound {
+		if p.Namespace != s.opts.DriverNamespace || !isDriverPod(p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		started, _ := time.Parse(time.RFC3339Nano, p.Annotations[AnnotationInstallStarted])

@@ -63,7 +63,11 @@ func (s *Sim) setReady(ctx context.Context, node string, ready bool) error {
 	s.mu.Unlock()
 	s.opts.Logf("nodesim: node %s ready=%t on command", node, ready)
 	// Written now, not on the next pass, so a caller sees it at once.
-	return s.heartbeat(ctx, node, s.opts.Clock.Now())
+	n := &corev1.Node{}
+	if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	return s.heartbeat(ctx, n, s.opts.Clock.Now())
 }
 
 // RaiseXID reports XID error xid on node: condition GpuXidError=True and a

@@ -60,19 +60,27 @@ func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 	return s.createDriverPod(ctx, name, p.Driver, now, true)
 }
 
-// heartbeat renews the Ready condition when its heartbeat is older than the
-// period or its status is not what the simulator was told.
-func (s *Sim) heartbeat(ctx context.Context, name string, now time.Time) error {
-	want := !s.isNotReady(name)
-	return s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
-		cur := findCondition(n, corev1.NodeReady)
-		if cur != nil && (cur.Status == corev1.ConditionTrue) == want &&
-			now.Sub(cur.LastHeartbeatTime.Time) < s.opts.Heartbeat {
+// heartbeat renews node n's Ready condition when its heartbeat is older
+// than the period or its status is not what the simulator was told. n is
+// this pass's snapshot; the write re-reads the node.
+func (s *Sim) heartbeat(ctx context.Context, n *corev1.Node, now time.Time) error {
+	if !s.heartbeatDue(n, now) {
+		return nil
+	}
+	return s.updateNodeStatus(ctx, n.Name, func(n *corev1.Node) bool {
+		if !s.heartbeatDue(n, now) {
 			return false
 		}
-		setCondition(n, readyCondition(want, now))
+		setCondition(n, readyCondition(!s.isNotReady(n.Name), now))
 		return true
 	})
+}
+
+func (s *Sim) heartbeatDue(n *corev1.Node, now time.Time) bool {
+	want := !s.isNotReady(n.Name)
+	cur := findCondition(n, corev1.NodeReady)
+	return cur == nil || (cur.Status == corev1.ConditionTrue) != want ||
+		now.Sub(cur.LastHeartbeatTime.Time) >= s.opts.Heartbeat
 }
 
 // readyCondition is the Ready condition a kubelet posts.

@@ -14,24 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// syncPods plays the kubelet for every pod bound to a simulated node:
+// syncPods plays the kubelet for the pods bound to one simulated node:
 // it finishes deletions whose grace period is over and, with RunPods,
 // starts pending pods.
-func (s *Sim) syncPods(ctx context.Context, now time.Time) error {
-	owned := map[string]bool{}
-	for _, n := range s.Nodes() {
-		owned[n] = true
-	}
-	list := &corev1.PodList{}
-	if err := s.c.List(ctx, list); err != nil {
-		return fmt.Errorf("list pods: %w", err)
-	}
+func (s *Sim) syncPods(ctx context.Context, bound []*corev1.Pod, now time.Time) error {
 	var errs []error
-	for i := range list.Items {
-		p := &list.Items[i]
-		if !owned[p.Spec.NodeName] {
-			continue
-		}
+	for _, p := range bound {
 		switch {
 		case p.DeletionTimestamp != nil:
 			if graceOver(p, now) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -162,20 +163,43 @@ func (s *Sim) Run(ctx context.Context) error {
 }
 
 // Sync does one pass over every simulated node and the pods bound to them.
+// It reads the cluster with two list calls (nodes, pods) and writes only
+// what must change, so a demo fleet stays within a client's rate limit.
 // Tests with a fake clock call it directly instead of Run.
 func (s *Sim) Sync(ctx context.Context) error {
 	now := s.opts.Clock.Now()
+	nodes := &corev1.NodeList{}
+	if err := s.c.List(ctx, nodes); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := s.c.List(ctx, pods); err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	podsOn := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
+	}
 	var errs []error
-	for _, n := range s.Nodes() {
-		s.mu.Lock()
-		p := s.pools[n]
-		s.mu.Unlock()
-		if err := s.ensureNode(ctx, p, n); err != nil {
-			errs = append(errs, err)
+	for _, name := range s.Nodes() {
+		n := byName[name]
+		if n == nil {
+			s.mu.Lock()
+			p := s.pools[name]
+			s.mu.Unlock()
+			// Deleted by someone: a real node would register again.
+			errs = append(errs, s.ensureNode(ctx, p, name))
 			continue
 		}
-		errs = append(errs, s.heartbeat(ctx, n, now), s.syncDriver(ctx, n, now))
+		errs = append(errs,
+			s.heartbeat(ctx, n, now),
+			s.syncDriver(ctx, n, podsOn[name], now),
+			s.syncPods(ctx, podsOn[name], now))
 	}
-	errs = append(errs, s.syncPods(ctx, now))
 	return errors.Join(errs...)
 }
