@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # testbin.sh builds the programs the testbed runs (kube-apiserver, etcd, Flux's
-# source-controller and kustomize-controller) from the Go module proxy and
+# source-controller and kustomize-controller, and Flux's image-reflector-,
+# image-automation- and notification-controller) from the Go module proxy and
 # puts them, with Flux's CRDs, into the folder given as the only argument
 # (default bin/testbin).
 #
 # Why a per-user cache: CI runs every job in a fresh clone on the same
 # machine, so a cache inside the repository would be cold each time and the
-# cold build takes about 25 minutes on 2 cores. Each program is built once into
+# cold build takes about 30 minutes on 2 cores. Each program is built once into
 #   ${GPUFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet}/testbin/<name>-<version>/
 # and then hardlinked (or copied) into the destination.
 #
@@ -35,6 +36,13 @@ go_bin=${GO:-go}
 kube_version=v1.37.2
 etcd_version=v3.7.3
 flux_version=v1.9.6
+# Image automation and notifications: the newest versions the module proxy
+# serves (newer ones are refused). The cache entry is named after the
+# reflector's version; the stamp records all three.
+image_reflector_version=v1.2.3
+image_automation_version=v1.2.3
+notification_version=v1.9.3
+flux_image_version=$image_reflector_version-$image_automation_version-$notification_version
 
 log() { printf '%s testbin: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() {
@@ -135,6 +143,23 @@ build_flux() {
 	finish flux "$flux_version" "$tmp"
 }
 
+# build_flux_image builds the image automation and notification controllers
+# and keeps their CRDs in crds/flux-image (the testbed installs those only in
+# clusters that run these controllers).
+build_flux_image() {
+	local src tmp=$cache_root/flux-image-$flux_image_version.tmp ctrl dir
+	src=$(prepare_src flux-image)
+	rm -rf "$tmp" && mkdir -p "$tmp/crds/flux-image"
+	for ctrl in image-reflector-controller image-automation-controller notification-controller; do
+		(cd "$src" && gobuild "$tmp/$ctrl" "github.com/fluxcd/$ctrl")
+		dir=$(cd "$src" && GOWORK=off GOFLAGS=-mod=mod "$go_bin" list -m -f '{{.Dir}}' "github.com/fluxcd/$ctrl")
+		[[ -d $dir/config/crd/bases ]] || die "no CRDs in $dir/config/crd/bases"
+		cp "$dir"/config/crd/bases/*.yaml "$tmp/crds/flux-image/"
+	done
+	chmod u+w "$tmp"/crds/flux-image/*.yaml
+	finish flux-image "$flux_image_version" "$tmp"
+}
+
 # link_into copies the files of cache entry DIR into the destination,
 # hardlinking when both are on one file system.
 link_into() {
@@ -152,7 +177,8 @@ log "cache: $cache_root"
 log "destination: $dest"
 for item in "etcd $etcd_version build_etcd" \
 	"kube-apiserver $kube_version build_kube_apiserver" \
-	"flux $flux_version build_flux"; do
+	"flux $flux_version build_flux" \
+	"flux-image $flux_image_version build_flux_image"; do
 	read -r name version builder <<<"$item"
 	if fresh "$name" "$version"; then
 		log "$name $version: cached"
@@ -167,6 +193,10 @@ done
 	echo "kube-apiserver $kube_version"
 	echo "source-controller $flux_version"
 	echo "kustomize-controller $flux_version"
+	echo "image-reflector-controller $image_reflector_version"
+	echo "image-automation-controller $image_automation_version"
+	echo "notification-controller $notification_version"
 	echo "built-with $go_version"
 } >"$dest/VERSIONS"
-log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver source-controller kustomize-controller)"
+log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver source-controller kustomize-controller \
+	image-reflector-controller image-automation-controller notification-controller)"

@@ -82,16 +82,33 @@ func configsObjects(s *fleet.Stack) []object {
 				Spec: notifv1beta3.AlertSpec{
 					ProviderRef:   meta.LocalObjectReference{Name: "fleet-alerts"},
 					EventSeverity: "error",
-					EventSources: []notifv1.CrossNamespaceObjectReference{
-						{Kind: "Kustomization", Name: "*"},
-						{Kind: "HelmRelease", Name: "*", Namespace: "*"},
-					},
-					Summary: "gpufleet: a reconciliation failed",
+					EventSources:  alertSources(s),
+					Summary:       "gpufleet: a reconciliation failed",
 				},
 			}},
 		)
 	}
 	return objs
+}
+
+// alertSources are the objects whose failures the Alert reports: every
+// Kustomization (all live in flux-system, the Alert's namespace) and every
+// HelmRelease, which live in the namespace they install into.
+// notification-controller matches a source's namespace exactly (a "*"
+// namespace matches nothing), so there is one HelmRelease source per such
+// namespace: the operators' and the charted services'.
+func alertSources(s *fleet.Stack) []notifv1.CrossNamespaceObjectReference {
+	srcs := []notifv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "*"}}
+	namespaces := map[string]bool{GPUOperatorNamespace: true, NetworkOperatorNamespace: true}
+	for _, svc := range s.Services {
+		if svc.Chart != nil {
+			namespaces[svc.Namespace] = true
+		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		srcs = append(srcs, notifv1.CrossNamespaceObjectReference{Kind: "HelmRelease", Name: "*", Namespace: ns})
+	}
+	return srcs
 }
 
 // imageAutomationObjects scan each image service's registry, pick the

@@ -83,3 +83,23 @@ func TestNoPlaintextSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertSourcesNameNamespaces guards against a wildcard namespace:
+// notification-controller compares an event source's namespace with the
+// event's exactly, so `namespace: '*'` silently matches no HelmRelease. Each
+// namespace that holds HelmReleases must be named (proved against the real
+// controller in test/imageautomation).
+func TestAlertSourcesNameNamespaces(t *testing.T) {
+	alert := string(renderFile(t, exampleFleet).Files["infrastructure/configs/alert.yaml"])
+	if strings.Contains(alert, "namespace: '*'") {
+		t.Errorf("alert has a wildcard namespace, which matches nothing:\n%s", alert)
+	}
+	for _, ns := range []string{GPUOperatorNamespace, NetworkOperatorNamespace, "llm-data", "observability"} {
+		if !strings.Contains(alert, "  - kind: HelmRelease\n    name: '*'\n    namespace: "+ns+"\n") {
+			t.Errorf("alert does not watch the HelmReleases of namespace %s:\n%s", ns, alert)
+		}
+	}
+	if !strings.Contains(alert, "  - kind: Kustomization\n    name: '*'\n") {
+		t.Errorf("alert does not watch Kustomizations:\n%s", alert)
+	}
+}

@@ -87,7 +87,7 @@ func (b Binaries) check(names ...string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s not found in %s: run `make testbin` to build them "+
-		"(the first build takes about 25 minutes, later ones seconds)",
+		"(the first build takes about 30 minutes, later ones seconds)",
 		ErrMissingBinaries, strings.Join(missing, ", "), b.Dir)
 }
 

@@ -6,7 +6,12 @@
 // in production. With [Options.Flux], each cluster also runs Flux's
 // source-controller and kustomize-controller as subprocesses, pointed at the
 // cluster through a kubeconfig file, so a folder committed to the [GitServer]
-// is applied and pruned by the real kustomize-controller.
+// is applied and pruned by the real kustomize-controller. [Options.FluxImage]
+// adds image-reflector-controller and image-automation-controller, and
+// [Options.Notification] notification-controller (receivers at
+// [Flux.ReceiverURL]; the other controllers send it their events). A
+// [Registry] is a real OCI registry in the test process for them to scan,
+// and [GitRepo.ReadBranch] reads back what image automation pushed.
 //
 // What is not real: no kubelet, scheduler or controller-manager runs. Pods bound
 // to a node stay Terminating after deletion and nothing creates ReplicaSets or

@@ -17,12 +17,21 @@ const FluxNamespace = "flux-system"
 // Flux is one cluster's source-controller and kustomize-controller, running
 // out of cluster as subprocesses of the test.
 type Flux struct {
+	// ReceiverURL is notification-controller's webhook receiver
+	// ("http://127.0.0.1:P"; a Receiver's status.webhookPath goes after it),
+	// empty unless the testbed was started with [Options.Notification].
+	ReceiverURL string
+	// EventsURL is where notification-controller takes events, as the other
+	// controllers' --events-addr; empty unless [Options.Notification].
+	EventsURL string
+
 	procs []*process
 }
 
 // startFlux starts both controllers against the cluster c and waits until
-// their readiness endpoints answer.
-func startFlux(ctx context.Context, bins Binaries, c *Cluster) (*Flux, error) {
+// their readiness endpoints answer. With a non-empty eventsURL they send
+// their events to notification-controller there.
+func startFlux(ctx context.Context, bins Binaries, c *Cluster, eventsURL string) (*Flux, error) {
 	if err := c.EnsureNamespace(ctx, FluxNamespace); err != nil {
 		return nil, err
 	}
@@ -64,6 +73,9 @@ func startFlux(ctx context.Context, bins Binaries, c *Cluster) (*Flux, error) {
 			"--enable-leader-election=false",
 			"--log-level=info",
 		}, ct.args...)
+		if eventsURL != "" {
+			args = append(args, "--events-addr="+eventsURL)
+		}
 		p, err := startProcess(ct.name, bins.Path(ct.name), args, env, filepath.Join(dir, ct.name+".log"))
 		if err != nil {
 			return nil, errors.Join(err, f.stop())

@@ -1,7 +1,11 @@
 package testbed
 
 import (
+	imageautov1 "github.com/fluxcd/image-automation-controller/api/v1"
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	notifv1 "github.com/fluxcd/notification-controller/api/v1"
+	notifv1beta3 "github.com/fluxcd/notification-controller/api/v1beta3"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,5 +21,9 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
+	utilruntime.Must(imagev1.AddToScheme(s))
+	utilruntime.Must(imageautov1.AddToScheme(s))
+	utilruntime.Must(notifv1.AddToScheme(s))
+	utilruntime.Must(notifv1beta3.AddToScheme(s))
 	return s
 }

@@ -28,6 +28,14 @@ type Options struct {
 	// Flux starts source-controller and kustomize-controller in every cluster
 	// and installs Flux's CRDs.
 	Flux bool
+	// FluxImage also starts image-reflector-controller and
+	// image-automation-controller in every cluster and installs their CRDs
+	// (and notification-controller's). Needs Flux.
+	FluxImage bool
+	// Notification also starts notification-controller in every cluster
+	// (see [Flux.ReceiverURL]); the other Flux controllers send it their
+	// events. Installs the same CRDs as FluxImage. Needs Flux.
+	Notification bool
 	// Git starts a git server (see [Testbed.Git]).
 	Git bool
 	// Dir holds the kubeconfig, logs and Flux storage; a new temporary
@@ -67,6 +75,14 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 			return nil, err
 		}
 	}
+	if opts.FluxImage || opts.Notification {
+		if !opts.Flux {
+			return nil, errNeedsFlux
+		}
+		if err := bins.CheckFluxImage(); err != nil {
+			return nil, err
+		}
+	}
 	names := opts.Clusters
 	if len(names) == 0 {
 		names = []string{"cluster-1"}
@@ -90,6 +106,9 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 	crdDirs := append([]string(nil), opts.CRDDirs...)
 	if opts.Flux {
 		crdDirs = append(crdDirs, bins.FluxCRDDir())
+	}
+	if opts.FluxImage || opts.Notification {
+		crdDirs = append(crdDirs, bins.FluxImageCRDDir())
 	}
 
 	// Clusters start in parallel: most of the ~5 s is waiting, not CPU.
@@ -118,11 +137,22 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 		fctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 		defer cancel()
 		for _, c := range tb.clusters {
-			f, err := startFlux(fctx, bins, c)
+			var notif *notificationAddrs
+			if opts.Notification {
+				if notif, err = newNotificationAddrs(); err != nil {
+					return nil, errors.Join(err, tb.Stop())
+				}
+			}
+			f, err := startFlux(fctx, bins, c, notif.eventsURL())
 			if err != nil {
 				return nil, errors.Join(err, tb.Stop())
 			}
 			c.Flux = f
+			if opts.FluxImage || opts.Notification {
+				if err := startFluxExtras(fctx, bins, c, opts.FluxImage, notif); err != nil {
+					return nil, errors.Join(err, tb.Stop())
+				}
+			}
 		}
 	}
 	if opts.Git {
@@ -171,8 +201,8 @@ func New(t testing.TB, opts Options) *Testbed {
 			t.Logf("testbed logs:\n%s", tb.LogTail(40))
 		}
 	})
-	t.Logf("testbed: %d cluster(s) up in %s (flux=%t), kubeconfig %s",
-		len(tb.clusters), time.Since(start).Round(10*time.Millisecond), opts.Flux, tb.Kubeconfig)
+	t.Logf("testbed: %d cluster(s) up in %s (flux=%t image=%t notification=%t), kubeconfig %s",
+		len(tb.clusters), time.Since(start).Round(10*time.Millisecond), opts.Flux, opts.FluxImage, opts.Notification, tb.Kubeconfig)
 	return tb
 }
 
