@@ -47,7 +47,7 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 	case errors.As(err, &probs):
 		return withCode(ExitFailed, fmt.Errorf("%d problem(s) in the fleet file:\n%w", len(probs), probs))
 	case errors.Is(err, promote.ErrRefused):
-		return withCode(ExitFailed, errors.Unwrap(err))
+		return withCode(ExitFailed, err)
 	case err != nil:
 		return withCode(ExitUnknown, err)
 	}
@@ -237,7 +237,7 @@ the lines of fleet.toml, and per cluster the rendered objects that change
 			p, err := promote.MakePlan(f, m)
 			if err != nil {
 				if errors.Is(err, promote.ErrRefused) {
-					return withCode(ExitFailed, errors.Unwrap(err))
+					return withCode(ExitFailed, err)
 				}
 				return withCode(ExitFailed, err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,22 @@ var steps = []step{
 	{name: stepLifecycle, dependsOn: stepConfig, interval: 2 * time.Minute, timeout: 5 * time.Minute},
 }
 
+// driverRolloutHealth tells Flux when a DriverRollout is healthy: once the
+// controller has taken in its spec, not when the rollout completes. A
+// rollout takes hours and waits for approvals and windows; if the lifecycle
+// step waited for that, Flux would hold the step for its whole timeout on
+// every pass, and the next commit (an approval, a pause, an abort) would
+// reach the cluster minutes late. A Stalled rollout fails the step, so Flux
+// alerts on it; `gpufleet gate` checks completion.
+var driverRolloutHealth = []kustomize.CustomHealthCheck{{
+	APIVersion: "gpufleet.io/v1alpha1",
+	Kind:       "DriverRollout",
+	HealthCheckExpressions: kustomize.HealthCheckExpressions{
+		Current: "has(status.observedGeneration) && status.observedGeneration == metadata.generation",
+		Failed:  "has(status.conditions) && status.conditions.exists(c, c.type == 'Stalled' && c.status == 'True')",
+	},
+}}
+
 // fluxKustomizations are the cluster's three Flux Kustomizations, chained
 // by dependsOn, each applying one sub-folder of the cluster's folder.
 func fluxKustomizations(p clusterPlan) []object {
@@ -71,6 +88,9 @@ func fluxKustomizations(p clusterPlan) []object {
 		}
 		if s.dependsOn != "" {
 			k.Spec.DependsOn = []meta.DependencyReference{{Name: s.dependsOn}}
+		}
+		if s.name == stepLifecycle {
+			k.Spec.HealthCheckExprs = driverRolloutHealth
 		}
 		objs = append(objs, object{file: "flux-" + s.name + ".yaml", obj: k})
 	}

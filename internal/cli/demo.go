@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/internal/demo"
+)
+
+type demoOptions struct {
+	root, dir string
+	keep      bool
+}
+
+func newDemoCommand(s Streams) *cobra.Command {
+	o := &demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo [--keep] [--dir DIR]",
+		Short: "Play a release's whole story on a local testbed of two clusters",
+		Long: `demo starts a local testbed — two clusters (stg and prod), each with its own
+kube-apiserver, etcd, Flux source-controller and kustomize-controller, the
+lifecycle controller and three simulated GPU nodes, plus a git server holding
+the fleet repository — and plays the story with progress output: render and
+first sync, a release started, gated, approved and promoted to prod, drift
+repaired by Flux, and a drill release that fails at the staging canary node,
+is refused by the gate and is aborted. It ends with a summary.
+
+helm-controller and the GPU Operator do not run on the testbed: the demo
+marks HelmReleases, NVIDIADrivers and the ClusterPolicy ready in their place.
+
+Needs the programs of "make testbin" and ../shared/operators; run it from the
+repository root (or give --root). --keep leaves the testbed running and prints
+its kubeconfig; Ctrl-C stops everything.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), s.Out)
+		},
+	}
+	cmd.Flags().BoolVar(&o.keep, "keep", false, "leave the testbed running after the story, until Ctrl-C")
+	cmd.Flags().StringVar(&o.dir, "dir", "", "folder for the testbed (kubeconfig, logs, fleet repository); temporary when empty")
+	cmd.Flags().StringVar(&o.root, "root", ".", "the gpufleet repository root (CRDs; ../shared/operators beside it)")
+	return cmd
+}
+
+func (o *demoOptions) run(ctx context.Context, out io.Writer) error {
+	sum, err := demo.Run(ctx, demo.Options{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep})
+	switch {
+	case sum == nil && err != nil:
+		return withCode(ExitUnknown, err)
+	case err != nil && errors.Is(err, context.Canceled):
+		return nil
+	case err != nil:
+		return withCode(ExitFailed, err)
+	}
+	return nil
+}

@@ -1,0 +1,351 @@
+package demo
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/promote"
+	"github.com/gpufleet/gpufleet/internal/render"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+//go:embed fleet.toml
+var fleetTOML []byte
+
+// Options configure Run.
+type Options struct {
+	// Out receives the progress lines and the summary.
+	Out io.Writer
+	// Root is the repository root: the DriverRollout CRD, the stand-in
+	// HelmRelease CRD, and ../shared/operators beside it. "." when empty.
+	Root string
+	// Dir holds the testbed (kubeconfig, logs, the fleet repository); a
+	// temporary folder when empty.
+	Dir string
+	// Keep leaves the testbed running after the story, until ctx ends.
+	Keep bool
+}
+
+// Step is one step of the story and how it went.
+type Step struct {
+	Name string
+	Took time.Duration
+	// Note says what was seen, e.g. the measured drift repair time.
+	Note string
+	Err  error
+}
+
+// Summary is what Run did.
+type Summary struct {
+	Steps      []Step
+	Took       time.Duration
+	Kubeconfig string
+	// Repo is the fleet repository's work tree (gone once the testbed stops
+	// unless Options.Dir was given).
+	Repo string
+}
+
+// Failed reports whether any step failed.
+func (s *Summary) Failed() bool {
+	for _, st := range s.Steps {
+		if st.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Run starts a local testbed of two clusters (staging and prod, each with
+// its own API server, Flux, lifecycle controller and simulated GPU nodes)
+// and a git server, and plays the fleet's story on it: render and first
+// sync, a release promoted from staging to prod with an approval, drift
+// repaired by Flux, and a drill release that fails at the staging canary
+// node, is refused by the gate and is aborted. Progress goes to o.Out as it
+// happens; the summary is returned and printed. Everything is stopped when
+// Run returns (with Keep, once ctx ends).
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Root == "" {
+		o.Root = "."
+	}
+	// The in-process controllers' logs and the git server's request log
+	// would drown the progress lines; their Events and status are what the
+	// demo reports.
+	ctrllog.SetLogger(logr.Discard())
+	log.SetOutput(io.Discard)
+	began := time.Now()
+	sum := &Summary{}
+	fmt.Fprintln(o.Out, "gpufleet demo: starting two clusters (stg, prod), Flux, a git server and 3 simulated GPU nodes per cluster...")
+	w, err := start(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("start the testbed: %w", err)
+	}
+	defer func() {
+		fmt.Fprintln(o.Out, "stopping the testbed...")
+		if err := w.stop(); err != nil {
+			fmt.Fprintf(o.Out, "stop: %v\n", err)
+		}
+	}()
+	sum.Kubeconfig, sum.Repo = w.tb.Kubeconfig, w.dir
+	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.tb.Kubeconfig)
+
+	s := &player{ctx: ctx, w: w, out: o.Out, sum: sum}
+	s.play()
+	sum.Took = time.Since(began)
+	printSummary(o.Out, sum)
+
+	if o.Keep && ctx.Err() == nil {
+		fmt.Fprintf(o.Out, "\nThe testbed keeps running (Ctrl-C stops it):\n  export KUBECONFIG=%s\n  kubectl --context stg get nodes -L %s\n  fleet repository: %s\n",
+			w.tb.Kubeconfig, "nvidia.com/cuda.driver-version.full", w.dir)
+		<-ctx.Done()
+	}
+	if sum.Failed() {
+		return sum, errors.New("a step of the demo failed")
+	}
+	return sum, ctx.Err()
+}
+
+// player plays the story step by step; once a step fails the rest is
+// skipped, since each builds on the one before.
+type player struct {
+	ctx    context.Context
+	w      *world
+	out    io.Writer
+	sum    *Summary
+	rev    string
+	failed bool
+}
+
+func (p *player) step(name string, fn func() (string, error)) {
+	if p.failed || p.ctx.Err() != nil {
+		return
+	}
+	fmt.Fprintf(p.out, "▶ %s\n", name)
+	t0 := time.Now()
+	note, err := fn()
+	st := Step{Name: name, Took: time.Since(t0), Note: note, Err: err}
+	p.sum.Steps = append(p.sum.Steps, st)
+	switch {
+	case err != nil:
+		p.failed = true
+		fmt.Fprintf(p.out, "  ✗ %v\n", err)
+	case note != "":
+		fmt.Fprintf(p.out, "  ✓ %s (%s)\n", note, st.Took.Round(100*time.Millisecond))
+	default:
+		fmt.Fprintf(p.out, "  ✓ %s\n", st.Took.Round(100*time.Millisecond))
+	}
+}
+
+// mutate runs one promotion command (edit, render, commit) and pushes it.
+func (p *player) mutate(m promote.Mutation) (*promote.Result, error) {
+	res, err := promote.Apply(p.ctx, promote.Options{
+		FleetFile: p.w.fleetFile, Mutation: m,
+		Gate: promote.RealGate(p.w.dir, p.w.tb.Kubeconfig, 20*time.Second, nil),
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.rev, err = p.w.push()
+	return res, err
+}
+
+// gate runs the gate on a wave at HEAD.
+func (p *player) gate(wave string) (*gate.Report, error) {
+	f, err := fleet.Load(p.w.fleetFile)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := gate.HeadRevision(p.w.dir)
+	if err != nil {
+		return nil, err
+	}
+	return gate.Run(p.ctx, gate.Options{Fleet: f, Clusters: f.Waves[f.WaveIndex(wave)].Clusters, Revision: rev, Kubeconfig: p.w.tb.Kubeconfig, Timeout: 20 * time.Second, Now: time.Now}), nil
+}
+
+// applied waits for every cluster to apply the last pushed revision.
+func (p *player) applied(clusters ...string) error {
+	for _, c := range clusters {
+		if err := p.w.waitApplied(p.ctx, c, p.rev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *player) play() {
+	ctx, w := p.ctx, p.w
+	p.step("gpufleet render, commit, push: Flux applies operators → config → lifecycle", func() (string, error) {
+		f, err := fleet.Load(w.fleetFile)
+		if err != nil {
+			return "", err
+		}
+		out, err := render.Render(f)
+		if err != nil {
+			return "", err
+		}
+		changes, err := render.Write(out, w.dir)
+		if err != nil {
+			return "", err
+		}
+		if _, err := w.git("add", "-A"); err != nil {
+			return "", err
+		}
+		if _, err := w.git("commit", "-q", "-m", "gpufleet render: the fleet's first render"); err != nil {
+			return "", err
+		}
+		if p.rev, err = w.push(); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d files rendered; both clusters Ready at %s", len(changes), shortRev(p.rev)), p.applied(clusterNames...)
+	})
+	p.step("start "+relGood+": the staging DriverRollout upgrades the staging nodes", func() (string, error) {
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, relGood) }); err != nil {
+			return "", err
+		}
+		if _, err := w.waitRollout(ctx, stg, relGood, v1alpha1.PhaseCompleted); err != nil {
+			return "", err
+		}
+		return "stg: 3 of 3 nodes on " + drvGood, p.applied(clusterNames...)
+	})
+	p.step("gate --wave staging", func() (string, error) {
+		rep, err := p.gate("staging")
+		if err != nil {
+			return "", err
+		}
+		if rep.Verdict() != gate.Pass {
+			return "", fmt.Errorf("gate %s: %v", rep.Verdict(), rep.Failed())
+		}
+		return fmt.Sprintf("PASS (%d checks)", len(rep.Checks)), nil
+	})
+	approval := relGood + "/" + prod
+	p.step("gpufleet status names the approval; approve "+approval, func() (string, error) {
+		f, err := fleet.Load(w.fleetFile)
+		if err != nil {
+			return "", err
+		}
+		next := promote.StatusOf(f).Next
+		if next != "gpufleet approve "+approval {
+			return "", fmt.Errorf("status says next: %s", next)
+		}
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, approval) }); err != nil {
+			return "", err
+		}
+		return "status said: next: " + next, p.applied(clusterNames...)
+	})
+	p.step("promote: the gate passes, prod gets "+relGood+" and finishes", func() (string, error) {
+		if _, err := p.mutate(promote.Promote); err != nil {
+			return "", err
+		}
+		if _, err := w.waitRollout(ctx, prod, relGood, v1alpha1.PhaseCompleted); err != nil {
+			return "", err
+		}
+		return "prod: 3 of 3 nodes on " + drvGood, p.applied(clusterNames...)
+	})
+	p.step("promote after the last wave: "+relGood+" becomes stable", func() (string, error) {
+		res, err := p.mutate(promote.Promote)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimPrefix(strings.SplitN(res.Message, "\n", 2)[0], "gpufleet: "), p.applied(clusterNames...)
+	})
+	p.step("drift: edit a Flux-managed object by hand; Flux restores it", func() (string, error) {
+		c := w.tb.Cluster(stg).Client
+		if err := patch(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "1h0m0s", "spec", "interval")
+		}); err != nil {
+			return "", err
+		}
+		t0 := time.Now()
+		for time.Since(t0) < time.Minute {
+			ks := &kustomizev1.Kustomization{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.FluxNamespace, Name: "lifecycle"}, ks); err == nil && ks.Spec.Interval.Duration == 2*time.Minute {
+				return fmt.Sprintf("repaired in %s (root Kustomization interval 2s: expected ~1s + apply time)", time.Since(t0).Round(10*time.Millisecond)), nil
+			}
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		return "", errors.New("Flux did not restore the lifecycle Kustomization within a minute")
+	})
+	p.step("start "+relDrill+": the staging canary node fails, rolls back, the rollout stalls", func() (string, error) {
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, relDrill) }); err != nil {
+			return "", err
+		}
+		dr, err := w.waitRollout(ctx, stg, relDrill, v1alpha1.PhaseStalled)
+		if err != nil {
+			return "", err
+		}
+		if err := w.waitDrivers(ctx, stg, drvGood); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("canary %v %s; nodes still on %s", dr.Status.Canary.Nodes, dr.Status.Canary.Result, drvGood), nil
+	})
+	p.step("gate --wave staging fails, so promote is refused", func() (string, error) {
+		rep, err := p.gate("staging")
+		if err != nil {
+			return "", err
+		}
+		if rep.Verdict() == gate.Pass {
+			return "", errors.New("the gate passed a stalled rollout")
+		}
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, relDrill+"/"+prod) }); err != nil {
+			return "", err
+		}
+		if _, err := p.mutate(promote.Promote); !errors.Is(err, promote.ErrRefused) {
+			return "", fmt.Errorf("promote was not refused: %v", err)
+		}
+		return fmt.Sprintf("gate %s with %d failed checks; promote refused", rep.Verdict(), len(rep.Failed())), nil
+	})
+	p.step("abort: staging returns to the stable release", func() (string, error) {
+		if _, err := p.mutate(promote.Abort); err != nil {
+			return "", err
+		}
+		if err := w.waitApplied(ctx, stg, p.rev, "operators", "config"); err != nil {
+			return "", err
+		}
+		return "stg back on " + drvGood, w.waitDrivers(ctx, stg, drvGood)
+	})
+}
+
+func shortRev(rev string) string {
+	if i := strings.LastIndex(rev, ":"); i >= 0 && len(rev) > i+13 {
+		return rev[i+1 : i+13]
+	}
+	return rev
+}
+
+func printSummary(out io.Writer, s *Summary) {
+	fmt.Fprintln(out, "\nSummary")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tRESULT\tTOOK")
+	for _, st := range s.Steps {
+		res := "ok"
+		if st.Err != nil {
+			res = "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", st.Name, res, st.Took.Round(100*time.Millisecond))
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "%d steps, %s in all; fleet repository %s\n", len(s.Steps), s.Took.Round(time.Second), filepath.Base(s.Repo))
+}

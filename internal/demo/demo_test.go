@@ -1,0 +1,85 @@
+package demo
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+func TestEmbeddedFleetIsValid(t *testing.T) {
+	if !bytes.Contains(fleetTOML, []byte(placeholderCharts)) {
+		t.Fatalf("the fleet file lacks the chart repository placeholder %s that Run replaces", placeholderCharts)
+	}
+	f, err := fleet.Parse("fleet.toml", fleetTOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.Releases[relDrill]; r == nil || !r.ExpectFailure || r.Driver != drvDrill {
+		t.Errorf("release %s: %+v, want the drill with driver %s", relDrill, r, drvDrill)
+	}
+	if r := f.Releases[relGood]; r == nil || r.Driver != drvGood {
+		t.Errorf("release %s: %+v, want driver %s", relGood, r, drvGood)
+	}
+	if got := f.ClusterNames(); !slices.Equal(got, []string{prod, stg}) {
+		t.Errorf("clusters %v", got)
+	}
+	for _, c := range clusterNames {
+		if p := f.Clusters[c].Pools; len(p) != 1 || p[0].Nodes != poolNodes || p[0].Product != product {
+			t.Errorf("cluster %s pools %+v", c, p)
+		}
+	}
+}
+
+func TestServeHelmIndex(t *testing.T) {
+	rec := httptest.NewRecorder()
+	ServeHelmIndex(rec, httptest.NewRequest(http.MethodGet, "/charts/index.yaml", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d", rec.Code)
+	}
+	var index struct {
+		APIVersion string                      `json:"apiVersion"`
+		Entries    map[string][]map[string]any `json:"entries"`
+	}
+	if err := yaml.Unmarshal(rec.Body.Bytes(), &index); err != nil {
+		t.Fatalf("the index is not YAML: %v\n%s", err, rec.Body)
+	}
+	if index.APIVersion != "v1" {
+		t.Errorf("apiVersion %q", index.APIVersion)
+	}
+	var versions []string
+	for _, e := range index.Entries["gpu-operator"] {
+		versions = append(versions, e["version"].(string))
+	}
+	if !slices.Contains(versions, "v25.3.4") || !slices.Contains(versions, "v25.10.1") {
+		t.Errorf("gpu-operator versions %v", versions)
+	}
+	rec = httptest.NewRecorder()
+	ServeHelmIndex(rec, httptest.NewRequest(http.MethodGet, "/charts/gpu-operator-v25.3.4.tgz", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("a chart download: status %d, want 404 (no chart is served)", rec.Code)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	s := &Summary{Took: time.Minute, Repo: "/x/fleet", Steps: []Step{
+		{Name: "render", Took: time.Second},
+		{Name: "start", Took: 2 * time.Second, Err: errors.New("boom")},
+	}}
+	if !s.Failed() {
+		t.Error("a summary with a failed step does not say it failed")
+	}
+	var b bytes.Buffer
+	printSummary(&b, s)
+	if out := b.String(); !strings.Contains(out, "render") || !strings.Contains(out, "FAILED") || !strings.Contains(out, "2 steps") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
