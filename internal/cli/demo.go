@@ -11,8 +11,8 @@ import (
 )
 
 type demoOptions struct {
-	root, dir string
-	keep      bool
+	root, dir, report string
+	keep              bool
 }
 
 func newDemoCommand(s Streams) *cobra.Command {
@@ -26,7 +26,8 @@ lifecycle controller and three simulated GPU nodes, plus a git server holding
 the fleet repository — and plays the story with progress output: render and
 first sync, a release started, gated, approved and promoted to prod, drift
 repaired by Flux, and a drill release that fails at the staging canary node,
-is refused by the gate and is aborted. It ends with a summary.
+is refused by the gate and is aborted. It ends with a summary and an HTML
+report (--report) of the waves, clusters, steps and each node's phases over time.
 
 helm-controller and the GPU Operator do not run on the testbed: the demo
 marks HelmReleases, NVIDIADrivers and the ClusterPolicy ready in their place.
@@ -42,11 +43,12 @@ its kubeconfig; Ctrl-C stops everything.`,
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "leave the testbed running after the story, until Ctrl-C")
 	cmd.Flags().StringVar(&o.dir, "dir", "", "folder for the testbed (kubeconfig, logs, fleet repository); temporary when empty")
 	cmd.Flags().StringVar(&o.root, "root", ".", "the gpufleet repository root (CRDs; ../shared/operators beside it)")
+	cmd.Flags().StringVar(&o.report, "report", "gpufleet-demo.html", "where to write the HTML report (waves, clusters, nodes and their phases over time); empty for none")
 	return cmd
 }
 
 func (o *demoOptions) run(ctx context.Context, out io.Writer) error {
-	sum, err := demo.Run(ctx, demo.Options{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep})
+	sum, err := demo.Run(ctx, demo.Options{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep, Report: o.report})
 	switch {
 	case sum == nil && err != nil:
 		return withCode(ExitUnknown, err)

@@ -9,6 +9,7 @@ import (
 	"log"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -41,6 +42,9 @@ type Options struct {
 	Dir string
 	// Keep leaves the testbed running after the story, until ctx ends.
 	Keep bool
+	// Report, when set, is where the HTML report is written: waves,
+	// clusters, every step, and each cluster's nodes and phases over time.
+	Report string
 }
 
 // Step is one step of the story and how it went.
@@ -108,10 +112,25 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.Kubeconfig, sum.Repo = w.tb.Kubeconfig, w.dir
 	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.tb.Kubeconfig)
 
+	rec := newRecorder(time.Now())
+	recCtx, stopRec := context.WithCancel(ctx)
+	var recDone sync.WaitGroup
+	for _, name := range clusterNames {
+		recDone.Go(func() { rec.run(recCtx, name, w.tb.Cluster(name).Client, 250*time.Millisecond) })
+	}
 	s := &player{ctx: ctx, w: w, out: o.Out, sum: sum}
 	s.play()
+	stopRec()
+	recDone.Wait()
 	sum.Took = time.Since(began)
 	printSummary(o.Out, sum)
+	if o.Report != "" {
+		if err := w.report(o.Report, sum, rec); err != nil {
+			fmt.Fprintf(o.Out, "report: %v\n", err)
+		} else {
+			fmt.Fprintf(o.Out, "report: %s\n", o.Report)
+		}
+	}
 
 	if o.Keep && ctx.Err() == nil {
 		fmt.Fprintf(o.Out, "\nThe testbed keeps running (Ctrl-C stops it):\n  export KUBECONFIG=%s\n  kubectl --context stg get nodes -L %s\n  fleet repository: %s\n",

@@ -67,7 +67,7 @@ func WriteSVG(out io.Writer, title string, res *Result, open []Interval) error {
 	step := tickStep(span)
 	for t := start.Truncate(step).Add(step); t.Before(end); t = t.Add(step) {
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x(t), top, x(t), top+plotH)
-		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(t), top+plotH+14, t.UTC().Format("Mon 15:04"))
+		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(t), top+plotH+14, t.UTC().Format(tickFormat(step)))
 	}
 	for _, s := range res.Timeline {
 		y := top + rowH*float64(row[s.Node])
@@ -94,10 +94,18 @@ func WriteSVG(out io.Writer, title string, res *Result, open []Interval) error {
 
 // tickStep picks a time axis step giving at most about a dozen ticks.
 func tickStep(span time.Duration) time.Duration {
-	for _, s := range []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, 7 * 24 * time.Hour} {
+	for _, s := range []time.Duration{5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, 7 * 24 * time.Hour} {
 		if span/s <= 12 {
 			return s
 		}
 	}
 	return 14 * 24 * time.Hour
+}
+
+// tickFormat shows seconds on an axis whose ticks are under a minute apart.
+func tickFormat(step time.Duration) string {
+	if step < time.Minute {
+		return "15:04:05"
+	}
+	return "Mon 15:04"
 }
