@@ -1,6 +1,10 @@
 package controller
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
 
 // Labels and annotations the controller keeps on a node. They are the
 // rollout's memory: a restarted controller reads them back.
@@ -21,9 +25,9 @@ const (
 
 	// LabelDriver is the driver version a node should run; flipping it
 	// moves the node between the operator's driver DaemonSets. It equals
-	// render.LabelDriver (a test checks), spelt out here so the controller
-	// binary does not link the renderer and its Flux and Helm types.
-	LabelDriver = "gpufleet.io/driver"
+	// render.LabelDriver (a test checks); taken from the planner so the
+	// controller binary does not link the renderer and its Flux and Helm types.
+	LabelDriver = planner.LabelDriver
 	// LabelDriverVersion is GPU Feature Discovery's report of the driver
 	// the node runs.
 	LabelDriverVersion = "nvidia.com/cuda.driver-version.full"

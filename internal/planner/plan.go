@@ -103,6 +103,7 @@ type planner struct {
 func Plan(snap Snapshot, now time.Time) Result {
 	p := newPlanner(snap, now)
 	if len(p.problems) == 0 {
+		p.settle()
 		p.progress()
 		p.start()
 	}
@@ -174,8 +175,39 @@ func (p *planner) markCanary() {
 	if p.spec.Canary.Count != nil {
 		count = int(*p.spec.Canary.Count)
 	}
-	for i := 0; i < count && i < len(p.nodes); i++ {
-		p.nodes[i].canary = true
+	// The canary must prove the new driver: pick nodes that still need it.
+	for i := 0; i < len(p.nodes) && count > 0; i++ {
+		if !p.onTarget(&p.nodes[i]) {
+			p.nodes[i].canary = true
+			count--
+		}
+	}
+}
+
+// onTarget reports whether a pending node already runs the target driver
+// and its driver label selects it (or is not set yet): there is nothing to
+// install on it.
+func (p *planner) onTarget(w *work) bool {
+	label, ok := w.n.Labels[LabelDriver]
+	return w.phase == v1alpha1.NodePending && w.n.DriverVersion == p.spec.TargetVersion && (!ok || label == p.spec.TargetVersion)
+}
+
+// settle marks the pending nodes that already run the target driver Done
+// without touching them. A rollout whose target is what the nodes run (as
+// render writes for clusters no rollout has reached) then completes at once
+// instead of draining a canary node for nothing.
+func (p *planner) settle() {
+	if p.spec.Abort {
+		return
+	}
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if w.canary || !p.onTarget(w) {
+			continue
+		}
+		p.move(w, v1alpha1.NodeDone, fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion), func(t *Transition) {
+			t.Driver = p.spec.TargetVersion
+		})
 	}
 }
 

@@ -17,6 +17,10 @@ type Snapshot struct {
 	Nodes []Node
 }
 
+// LabelDriver is the node label the driver's NVIDIADriver selects on: the
+// controller flips it to move a node to another driver.
+const LabelDriver = "gpufleet.io/driver"
+
 // Node is one node as the controller observed it, with the rollout progress
 // recorded on it (labels and annotations), so a restarted controller rebuilds
 // exactly this.

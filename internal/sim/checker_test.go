@@ -52,7 +52,9 @@ func TestChecker(t *testing.T) {
 			[]planner.Node{pt.Node("gpu-00").In(v1alpha1.NodeRolledBack, monday).Failed().Build(), pt.Node("gpu-01").Build()},
 			[]planner.Transition{start("gpu-01")}, nil, "budget 0"},
 		{"forbidden move", pt.Rollout("r").Build(), two,
-			[]planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDone, Reason: "x"}}, nil, "forbidden move"},
+			[]planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeSoaking, Reason: "x"}}, nil, "forbidden move"},
+		{"settled Done while on the old driver", pt.Rollout("r").Build(), two,
+			[]planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDone, Reason: "x"}}, nil, "settled Done without being on"},
 		{"no reason", pt.Rollout("r").Build(), two,
 			[]planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining}}, nil, "without a reason"},
 	}

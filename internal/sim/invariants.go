@@ -138,6 +138,21 @@ func (c *Checker) Step(s Step) {
 		if t.Reason == "" {
 			c.fail(s, "%s moved %s → %s without a reason", t.Node, t.From, t.To)
 		}
+		if t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone {
+			// Settled: a node already on the target is marked Done without
+			// being touched. It must really be on the target, and stay as
+			// it was (no cordon, no start).
+			for i := range s.Before {
+				if b := &s.Before[i]; b.Name == t.Node {
+					if b.DriverVersion != spec.TargetVersion || t.Cordon || spec.Abort {
+						c.fail(s, "%s settled Done without being on %s (reports %q, cordon=%t, abort=%t)", t.Node, spec.TargetVersion, b.DriverVersion, t.Cordon, spec.Abort)
+					}
+					c.started[t.Node] = true
+					c.cordonedAtStart[t.Node] = b.Unschedulable
+				}
+			}
+			continue
+		}
 		if !slices.Contains(edges[t.From], t.To) {
 			c.fail(s, "%s made a forbidden move %s → %s", t.Node, t.From, t.To)
 		}
