@@ -2,14 +2,13 @@ package charts
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
+	"github.com/gpufleet/gpufleet/internal/sharedtest"
 )
 
 func findingLines(r *Report) []string {
@@ -72,28 +71,7 @@ metadata: {name: builtin}
 
 // operatorsDir finds the shared operator charts next to the repository
 // (../shared/operators from the directory holding go.mod), or skips.
-func operatorsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-	ops := filepath.Join(dir, "..", "shared", "operators")
-	if _, err := os.Stat(ops); err != nil {
-		t.Skipf("operator charts not found at ../shared/operators relative to the repository: %v", err)
-	}
-	return ops
-}
+func operatorsDir(t testing.TB) string { return sharedtest.Operators(t) }
 
 // gpufleetValues mirror what render gives the charts (render.GPUOperatorValues
 // and render.NetworkOperatorValues); the cli test checks the real ones.

@@ -6,32 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufleet/gpufleet/internal/sharedtest"
 )
 
 // operatorsDir finds the shared operator charts next to the repository
 // (../shared/operators from the directory holding go.mod), or skips.
-func operatorsDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-	ops := filepath.Join(dir, "..", "shared", "operators")
-	if _, err := os.Stat(ops); err != nil {
-		t.Skipf("operator charts not found at ../shared/operators relative to the repository: %v", err)
-	}
-	return ops
-}
+func operatorsDir(t *testing.T) string { return sharedtest.Operators(t) }
 
 // allVersionsFleet has one release per GPU Operator version in the shared
 // charts, each paired with a Network Operator version, and a cluster on

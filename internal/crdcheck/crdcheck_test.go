@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gpufleet/gpufleet/internal/sharedtest"
 )
 
 func loadSet(t testing.TB, files ...string) *Set {
@@ -105,28 +107,7 @@ func TestIsBuiltin(t *testing.T) {
 // operatorsDir finds the shared operator charts and CRDs next to the
 // repository (../shared/operators from the directory holding go.mod), or
 // skips the test when they are not there.
-func operatorsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-	ops := filepath.Join(dir, "..", "shared", "operators")
-	if _, err := os.Stat(ops); err != nil {
-		t.Skipf("operator charts not found at ../shared/operators relative to the repository: %v", err)
-	}
-	return ops
-}
+func operatorsDir(t testing.TB) string { return sharedtest.Operators(t) }
 
 var gpuOperatorVersions = []string{"v24.6.2", "v24.9.2", "v25.3.4", "v25.10.1", "v26.7.0"}
 
