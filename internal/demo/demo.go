@@ -288,7 +288,7 @@ func (p *player) play() {
 	})
 	p.step("drift: edit a Flux-managed object by hand; Flux restores it", func() (string, error) {
 		c := w.tb.Cluster(stg).Client
-		if err := patch(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", func(u *unstructured.Unstructured) {
+		if err := testbed.Update(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", false, func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "1h0m0s", "spec", "interval")
 		}); err != nil {
 			return "", err

@@ -15,9 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -235,18 +233,4 @@ func (w *world) waitDrivers(ctx context.Context, cluster, version string) error 
 		return fmt.Errorf("%s: nodes not all on %s: %w (last: %v)", cluster, version, err, last)
 	}
 	return nil
-}
-
-// patch updates one object, retrying on conflicts.
-func patch(ctx context.Context, c client.Client, apiVersion, kind, ns, name string, mutate func(*unstructured.Unstructured)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-			return err
-		}
-		mutate(u)
-		return c.Update(ctx, u)
-	})
 }

@@ -455,7 +455,7 @@ func measureDrift(w *world, cluster string) {
 	ctx := context.Background()
 	c := w.client(cluster)
 	const want = "2m0s"
-	if err := patchUnstructured(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", func(u *unstructured.Unstructured) {
+	if err := testbed.Update(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", false, func(u *unstructured.Unstructured) {
 		if got, _, _ := unstructured.NestedString(u.Object, "spec", "interval"); got != want {
 			w.t.Fatalf("lifecycle interval is %s before the edit, want %s", got, want)
 		}
@@ -476,7 +476,7 @@ func measureDrift(w *world, cluster string) {
 	root := client.ObjectKey{Namespace: testbed.FluxNamespace, Name: "flux-system"}
 	token := time.Now().Format(time.RFC3339Nano)
 	t0 := time.Now()
-	if err := patchUnstructured(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", root.Namespace, root.Name, func(u *unstructured.Unstructured) {
+	if err := testbed.Update(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", root.Namespace, root.Name, false, func(u *unstructured.Unstructured) {
 		ann := u.GetAnnotations()
 		if ann == nil {
 			ann = map[string]string{}

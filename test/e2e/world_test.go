@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -190,7 +189,7 @@ func newWorld(t *testing.T) *world {
 		if err := c.ApplySync(ctx, testbed.Sync{Name: "flux-system", URL: repo.URL, Path: "./clusters/" + name, Interval: sourceInterval}); err != nil {
 			t.Fatal(err)
 		}
-		if err := patchUnstructured(ctx, c.Client, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "flux-system", func(u *unstructured.Unstructured) {
+		if err := testbed.Update(ctx, c.Client, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "flux-system", false, func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, rootInterval.String(), "spec", "interval")
 		}); err != nil {
 			t.Fatal(err)
@@ -207,19 +206,6 @@ func withoutDir(dirs []string, drop string) []string {
 		}
 	}
 	return out
-}
-
-func patchUnstructured(ctx context.Context, c client.Client, apiVersion, kind, ns, name string, mutate func(*unstructured.Unstructured)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-			return err
-		}
-		mutate(u)
-		return c.Update(ctx, u)
-	})
 }
 
 // gpufleet runs one gpufleet command line in-process, as the binary would,

@@ -137,17 +137,7 @@ func create(ctx context.Context, c client.Client, apiVersion, kind, ns, name str
 }
 
 // Update changes one object through get, mutate and update (status
-// subresource when status is true).
+// subresource when status is true); see testbed.Update.
 func Update(ctx context.Context, c client.Client, apiVersion, kind, ns, name string, status bool, mutate func(*unstructured.Unstructured)) error {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-		return err
-	}
-	mutate(u)
-	if status {
-		return c.Status().Update(ctx, u)
-	}
-	return c.Update(ctx, u)
+	return testbed.Update(ctx, c, apiVersion, kind, ns, name, status, mutate)
 }
