@@ -137,21 +137,8 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 		fctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 		defer cancel()
 		for _, c := range tb.clusters {
-			var notif *notificationAddrs
-			if opts.Notification {
-				if notif, err = newNotificationAddrs(); err != nil {
-					return nil, errors.Join(err, tb.Stop())
-				}
-			}
-			f, err := startFlux(fctx, bins, c, notif.eventsURL())
-			if err != nil {
+			if err := startClusterFlux(fctx, bins, c, opts); err != nil {
 				return nil, errors.Join(err, tb.Stop())
-			}
-			c.Flux = f
-			if opts.FluxImage || opts.Notification {
-				if err := startFluxExtras(fctx, bins, c, opts.FluxImage, notif); err != nil {
-					return nil, errors.Join(err, tb.Stop())
-				}
 			}
 		}
 	}
@@ -276,4 +263,41 @@ func checkNames(names []string) error {
 		seen[n] = true
 	}
 	return errors.Join(errs...)
+}
+
+// startClusterFlux starts c's Flux controllers. Their ports are chosen free
+// and then handed to the programs, so another test binary running beside
+// this one can take a port in between: then the controllers are stopped
+// and started again on fresh ports, a few times.
+func startClusterFlux(ctx context.Context, bins Binaries, c *Cluster, opts Options) error {
+	var err error
+	for range 4 {
+		if err = startClusterFluxOnce(ctx, bins, c, opts); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		if c.Flux != nil {
+			_ = c.Flux.stop()
+			c.Flux = nil
+		}
+	}
+	return err
+}
+
+func startClusterFluxOnce(ctx context.Context, bins Binaries, c *Cluster, opts Options) error {
+	var notif *notificationAddrs
+	if opts.Notification {
+		var err error
+		if notif, err = newNotificationAddrs(); err != nil {
+			return err
+		}
+	}
+	f, err := startFlux(ctx, bins, c, notif.eventsURL())
+	if err != nil {
+		return err
+	}
+	c.Flux = f
+	if opts.FluxImage || opts.Notification {
+		return startFluxExtras(ctx, bins, c, opts.FluxImage, notif)
+	}
+	return nil
 }
