@@ -16,6 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/promote"
+	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // promoteFlags are shared by the commands that edit [promotion].
@@ -41,6 +42,7 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 		FleetFile: p.fleetFile, Mutation: m,
 		Gate:     promote.RealGate(filepath.Dir(p.fleetFile), p.kubeconfig, p.gateTimeout, func(r *gate.Report) { printGate(s.Out, r) }),
 		SkipGate: p.skipGate, Reason: p.reason, NoCommit: p.noCommit,
+		Render: fleetRenderOptions(ctx),
 	})
 	var probs fleet.Problems
 	switch {
@@ -68,6 +70,12 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 		}
 	}
 	return nil
+}
+
+// fleetRenderOptions renders as `gpufleet render` does with no --charts:
+// in the manifests mode, from the fleet file's chart repository.
+func fleetRenderOptions(ctx context.Context) func(*fleet.Fleet) (render.Options, error) {
+	return func(f *fleet.Fleet) (render.Options, error) { return renderOptionsFor(ctx, f, "") }
 }
 
 func newStartCommand(s Streams) *cobra.Command {
@@ -234,7 +242,7 @@ the lines of fleet.toml, and per cluster the rendered objects that change
 			if err != nil {
 				return err
 			}
-			p, err := promote.MakePlan(f, m)
+			p, err := promote.MakePlan(f, m, fleetRenderOptions(cmd.Context()))
 			if err != nil {
 				if errors.Is(err, promote.ErrRefused) {
 					return withCode(ExitFailed, err)

@@ -146,19 +146,24 @@ func printChanges(w io.Writer, format string, changes []render.Change, check boo
 }
 
 // renderOptionsFor gives render the operator charts when the fleet renders
-// them to manifests.
+// them to manifests: from source, or else the fleet's [charts] repository.
 func renderOptionsFor(ctx context.Context, f *fleet.Fleet, source string) (render.Options, error) {
 	if f.Charts.Mode != fleet.ModeManifests {
 		return render.Options{}, nil
 	}
-	if source == "" {
-		source = f.Charts.Repository
-	}
-	src, err := charts.NewSource(source, charts.Options{})
+	src, err := chartSource(source, "", "", f.Charts.Repository)
 	if err != nil {
 		return render.Options{}, withCode(ExitUnknown, err)
 	}
-	return render.Options{Charts: chartRenderer{ctx: ctx, src: src}}, nil
+	return chartRenderOptions(ctx, f, src), nil
+}
+
+// chartRenderOptions renders the operator charts from src in manifests mode.
+func chartRenderOptions(ctx context.Context, f *fleet.Fleet, src charts.Source) render.Options {
+	if f.Charts.Mode != fleet.ModeManifests {
+		return render.Options{}
+	}
+	return render.Options{Charts: chartRenderer{ctx: ctx, src: src}}
 }
 
 // chartRenderer renders operator charts with Helm's SDK for render.

@@ -91,7 +91,9 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	if err != nil {
 		return withCode(ExitUnknown, err)
 	}
-	rendered, err := render.Render(f)
+	// The objects gpufleet writes are rendered as render would write them,
+	// with the same charts in the manifests mode.
+	rendered, err := render.RenderWith(f, chartRenderOptions(ctx, f, src))
 	if err != nil {
 		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
 	}

@@ -33,6 +33,21 @@ type Options struct {
 	Reason   string
 	// NoCommit leaves the change staged instead of committing it.
 	NoCommit bool
+	// Render gives render what it needs beyond the fleet file (the operator
+	// charts in the manifests mode); nil renders with render.Options{}.
+	Render func(*fleet.Fleet) (render.Options, error)
+}
+
+// renderWith renders f with the options ro builds (none when nil).
+func renderWith(f *fleet.Fleet, ro func(*fleet.Fleet) (render.Options, error)) (*render.Output, error) {
+	opts := render.Options{}
+	if ro != nil {
+		var err error
+		if opts, err = ro(f); err != nil {
+			return nil, err
+		}
+	}
+	return render.RenderWith(f, opts)
 }
 
 // Result is what Apply did.
@@ -85,11 +100,11 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 			gateLine = "Gate passed: " + summary
 		}
 	}
-	prevOut, err := render.Render(f)
+	prevOut, err := renderWith(f, o.Render)
 	if err != nil {
 		return nil, err
 	}
-	out, err := render.Render(next)
+	out, err := renderWith(next, o.Render)
 	if err != nil {
 		return nil, err
 	}

@@ -25,17 +25,18 @@ type Plan struct {
 	Gate []string `json:"gate,omitempty"`
 }
 
-// MakePlan computes what m would do to the fleet f.
-func MakePlan(f *fleet.Fleet, m Mutation) (*Plan, error) {
+// MakePlan computes what m would do to the fleet f; ro, when set, gives
+// render what it needs beyond the fleet file (see Options.Render).
+func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options, error)) (*Plan, error) {
 	step, newSrc, next, err := stepFleet(f, m)
 	if err != nil {
 		return nil, err
 	}
-	before, err := render.Render(f)
+	before, err := renderWith(f, ro)
 	if err != nil {
 		return nil, err
 	}
-	after, err := render.Render(next)
+	after, err := renderWith(next, ro)
 	if err != nil {
 		return nil, err
 	}

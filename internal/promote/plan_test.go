@@ -13,7 +13,7 @@ func TestMakePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := MakePlan(f, startR)
+	p, err := MakePlan(f, startR, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
