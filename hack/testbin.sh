@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# testbin.sh builds the programs the testbed runs (kube-apiserver, etcd, Flux's
-# source-controller and kustomize-controller, and Flux's image-reflector-,
-# image-automation- and notification-controller) from the Go module proxy and
-# puts them, with Flux's CRDs, into the folder given as the only argument
-# (default bin/testbin).
+# testbin.sh builds the programs the testbed runs (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, Flux's source-controller and
+# kustomize-controller, Flux's image-reflector-, image-automation- and
+# notification-controller, the NVIDIA GPU Operator and kwok) from the Go module
+# proxy and puts them, with Flux's CRDs and the GPU Operator's state manifests,
+# into the folder given as the only argument (default bin/testbin).
 #
 # Why a per-user cache: CI runs every job in a fresh clone on the same
 # machine, so a cache inside the repository would be cold each time and the
@@ -43,6 +44,11 @@ image_reflector_version=v1.2.3
 image_automation_version=v1.2.3
 notification_version=v1.9.3
 flux_image_version=$image_reflector_version-$image_automation_version-$notification_version
+# The proxy serves the GPU Operator's source only at this pseudo-version: the
+# commit of tag v25.3.4. The cache entry is named after the tag.
+gpu_operator_tag=v25.3.4
+gpu_operator_version=v0.0.0-20250917190837-d73a0086a6ba
+kwok_version=v0.8.0
 
 log() { printf '%s testbin: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() {
@@ -88,15 +94,17 @@ prepare_src() {
 	printf '%s\n' "$src"
 }
 
-# gobuild OUT PKG [LDFLAGS] builds one program, one at a time, so the link
-# steps (2.4 GB for kube-apiserver) never overlap.
+# gobuild OUT PKGS [LDFLAGS] builds the programs PKGS (space-separated; OUT is
+# then a folder ending in /), one build at a time, so the link steps (2.4 GB
+# for kube-apiserver) never overlap with another build's.
 gobuild() {
-	local out=$1 pkg=$2 ldflags=${3:-}
+	local out=$1 pkgs=$2 ldflags=${3:-}
 	local start=$SECONDS
-	log "building $pkg (this takes minutes when cold)"
+	log "building $pkgs (this takes minutes when cold)"
+	# shellcheck disable=SC2086 # PKGS is a list on purpose
 	GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
-		"$go_bin" build -p "$jobs" -trimpath -ldflags "-s -w $ldflags" -o "$out" "$pkg"
-	log "built $(basename "$out") in $((SECONDS - start))s"
+		"$go_bin" build -p "$jobs" -trimpath -ldflags "-s -w $ldflags" -o "$out" $pkgs
+	log "built $pkgs in $((SECONDS - start))s"
 }
 
 # finish NAME VERSION TMPDIR moves a completed build into place and stamps it.
@@ -115,16 +123,45 @@ build_etcd() {
 	finish etcd "$etcd_version" "$tmp"
 }
 
-build_kube_apiserver() {
-	local src tmp=$cache_root/kube-apiserver-$kube_version.tmp ldflags="" pkg
-	src=$(prepare_src kube-apiserver)
+# build_kube builds kube-apiserver, kube-controller-manager and kube-scheduler
+# in one "go build": they share most of their packages, so the second and
+# third cost little more than their own code and link.
+build_kube() {
+	local src tmp=$cache_root/kube-$kube_version.tmp ldflags="" pkg
+	src=$(prepare_src kube)
 	rm -rf "$tmp" && mkdir -p "$tmp"
 	# Without these, /version reports v0.0.0-master and clients warn about skew.
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=37"
 	done
-	(cd "$src" && gobuild "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$ldflags")
-	finish kube-apiserver "$kube_version" "$tmp"
+	(cd "$src" && gobuild "$tmp/" "k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler" "$ldflags")
+	finish kube "$kube_version" "$tmp"
+}
+
+# build_gpu_operator builds the GPU Operator and keeps, from the same module,
+# the state manifests it reads at run time: assets/* (ClusterPolicy states)
+# and manifests/ (the NVIDIADriver state), laid out as the operator expects
+# them under /opt/gpu-operator. The testbed bind-mounts that folder there in a
+# private mount namespace, so the host's /opt is never written.
+build_gpu_operator() {
+	local src tmp=$cache_root/gpu-operator-$gpu_operator_tag.tmp dir
+	src=$(prepare_src gpu-operator)
+	rm -rf "$tmp" && mkdir -p "$tmp/gpu-operator-assets"
+	(cd "$src" && gobuild "$tmp/gpu-operator" github.com/NVIDIA/gpu-operator/cmd/gpu-operator)
+	dir=$(cd "$src" && GOWORK=off GOFLAGS=-mod=mod "$go_bin" list -m -f '{{.Dir}}' github.com/NVIDIA/gpu-operator)
+	[[ -d $dir/assets && -d $dir/manifests ]] || die "no assets/ or manifests/ in $dir"
+	cp -r "$dir"/assets/. "$tmp/gpu-operator-assets/"
+	cp -r "$dir/manifests" "$tmp/gpu-operator-assets/manifests"
+	chmod -R u+w "$tmp/gpu-operator-assets"
+	finish gpu-operator "$gpu_operator_tag" "$tmp"
+}
+
+build_kwok() {
+	local src tmp=$cache_root/kwok-$kwok_version.tmp
+	src=$(prepare_src kwok)
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	(cd "$src" && gobuild "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok)
+	finish kwok "$kwok_version" "$tmp"
 }
 
 build_flux() {
@@ -176,7 +213,9 @@ started=$SECONDS
 log "cache: $cache_root"
 log "destination: $dest"
 for item in "etcd $etcd_version build_etcd" \
-	"kube-apiserver $kube_version build_kube_apiserver" \
+	"kube $kube_version build_kube" \
+	"gpu-operator $gpu_operator_tag build_gpu_operator" \
+	"kwok $kwok_version build_kwok" \
 	"flux $flux_version build_flux" \
 	"flux-image $flux_image_version build_flux_image"; do
 	read -r name version builder <<<"$item"
@@ -191,12 +230,17 @@ done
 {
 	echo "etcd $etcd_version"
 	echo "kube-apiserver $kube_version"
+	echo "kube-controller-manager $kube_version"
+	echo "kube-scheduler $kube_version"
 	echo "source-controller $flux_version"
 	echo "kustomize-controller $flux_version"
 	echo "image-reflector-controller $image_reflector_version"
 	echo "image-automation-controller $image_automation_version"
 	echo "notification-controller $notification_version"
+	echo "gpu-operator $gpu_operator_tag ($gpu_operator_version)"
+	echo "kwok $kwok_version"
 	echo "built-with $go_version"
 } >"$dest/VERSIONS"
-log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver source-controller kustomize-controller \
-	image-reflector-controller image-automation-controller notification-controller)"
+log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver kube-controller-manager kube-scheduler \
+	source-controller kustomize-controller image-reflector-controller image-automation-controller \
+	notification-controller gpu-operator kwok)"

@@ -11,15 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/crdcheck"
 )
 
 // ManifestObjects renders chart name at version from src into the plain
 // objects that installing it would create, for applying without Helm (e.g.
 // by a Flux Kustomization): the CRDs of the chart and of its enabled
 // subcharts first (sorted by name), then the rendered objects in install
-// order. Hooks are left out, since nothing runs them outside Helm, and
+// order. Hooks are left out, since nothing runs them outside Helm,
 // namespaced objects without a namespace get the release's, as Helm would
-// give them.
+// give them, and nulls that server-side apply would refuse are dropped
+// (see [crdcheck.Set.DropNulls]).
 func ManifestObjects(ctx context.Context, src Source, name, version string, values map[string]any, opts RenderOptions) ([]*unstructured.Unstructured, error) {
 	ch, err := src.Load(ctx, name, version)
 	if err != nil {
@@ -41,6 +44,12 @@ func ManifestObjects(ctx context.Context, src Source, name, version string, valu
 	namespace := opts.Namespace
 	if namespace == "" {
 		namespace = ch.Name()
+	}
+	// What Flux applies must pass server-side apply, which refuses the nulls
+	// that chart templates leave at non-nullable fields.
+	schemas, err := crdcheck.NewSet(crds...)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", name, version, err)
 	}
 	clusterScoped := map[schema.GroupKind]bool{}
 	var out []*unstructured.Unstructured
@@ -64,6 +73,7 @@ func ManifestObjects(ctx context.Context, src Source, name, version string, valu
 			continue
 		}
 		u := o.Object
+		schemas.DropNulls(u)
 		gk := u.GroupVersionKind().GroupKind()
 		if u.GetNamespace() == "" && !clusterScoped[gk] && !builtinClusterScoped[gk] {
 			u.SetNamespace(namespace)

@@ -62,6 +62,11 @@ func (s *Sim) setReady(ctx context.Context, node string, ready bool) error {
 	s.notReady[node] = !ready
 	s.mu.Unlock()
 	s.opts.Logf("nodesim: node %s ready=%t on command", node, ready)
+	if s.opts.Kwok {
+		// The kubelet stops (or starts again): the node lifecycle
+		// controller notices the stale Lease by itself.
+		return s.setKwokManaged(ctx, node, ready)
+	}
 	// Written now, not on the next pass, so a caller sees it at once.
 	n := &corev1.Node{}
 	if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {

@@ -28,6 +28,14 @@ type Options struct {
 	// RunPods makes pods bound to simulated nodes Running and Ready, as a
 	// kubelet would once their containers start.
 	RunPods bool
+	// Kwok says kwok is the kubelet of the simulated nodes and the real GPU
+	// Operator runs their driver DaemonSets (see kwok.go): the simulator
+	// then registers the nodes for kwok and plays only the driver install
+	// inside the operator's driver pods, GFD's labels and GPU faults.
+	// Without it the simulator plays the kubelet and the driver DaemonSet
+	// itself, for tests whose testbed runs no kwok, controller-manager or
+	// operator.
+	Kwok bool
 	// DriverNamespace holds the driver DaemonSet and its pods [gpu-operator].
 	DriverNamespace string
 	// Logf, when set, receives one line per action the simulator takes.
@@ -86,8 +94,10 @@ func (s *Sim) AddPool(ctx context.Context, p Pool) ([]string, error) {
 		return nil, err
 	}
 	p = p.withDefaults()
-	if err := s.ensureDriverDaemonSet(ctx); err != nil {
-		return nil, err
+	if !s.opts.Kwok {
+		if err := s.ensureDriverDaemonSet(ctx); err != nil {
+			return nil, err
+		}
 	}
 	names := p.NodeNames()
 	s.mu.Lock()
@@ -101,7 +111,11 @@ func (s *Sim) AddPool(ctx context.Context, p Pool) ([]string, error) {
 	s.mu.Unlock()
 	var errs []error
 	for _, n := range names {
-		errs = append(errs, s.ensureNode(ctx, p, n))
+		if s.opts.Kwok {
+			errs = append(errs, s.ensureKwokNode(ctx, p, n))
+		} else {
+			errs = append(errs, s.ensureNode(ctx, p, n))
+		}
 	}
 	return names, errors.Join(errs...)
 }
@@ -167,6 +181,9 @@ func (s *Sim) Run(ctx context.Context) error {
 // what must change, so a demo fleet stays within a client's rate limit.
 // Tests with a fake clock call it directly instead of Run.
 func (s *Sim) Sync(ctx context.Context) error {
+	if s.opts.Kwok {
+		return s.syncKwok(ctx)
+	}
 	now := s.opts.Clock.Now()
 	nodes := &corev1.NodeList{}
 	if err := s.c.List(ctx, nodes); err != nil {

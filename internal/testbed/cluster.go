@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,15 @@ type Cluster struct {
 	Dir string
 	// Flux is nil unless the testbed was started with Flux.
 	Flux *Flux
+	// Kube is kube-controller-manager and kube-scheduler; nil unless the
+	// testbed was started with [Options.Kube].
+	Kube *Kube
+	// GPUOperator is nil until [Cluster.StartGPUOperator].
+	GPUOperator *GPUOperator
 
-	env *envtest.Environment
+	kwok *process
+	bins Binaries
+	env  *envtest.Environment
 }
 
 // clusterSpec is what startCluster needs.
@@ -96,7 +104,7 @@ func startCluster(spec clusterSpec) (*Cluster, error) {
 		return nil, errors.Join(fmt.Errorf("start cluster %s: %w; kube-apiserver log tail:\n%s",
 			spec.name, err, tailFile(apiLog.Name(), 20)), stopErr)
 	}
-	c := &Cluster{Name: spec.name, Config: cfg, Dir: spec.dir, env: env}
+	c := &Cluster{Name: spec.name, Config: cfg, Dir: spec.dir, env: env, bins: spec.bins}
 	c.Client, err = client.New(cfg, client.Options{Scheme: spec.scheme})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("cluster %s: client: %w", spec.name, err), c.stopControlPlane())
@@ -115,6 +123,51 @@ func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
 		return fmt.Errorf("cluster %s: create namespace %s: %w", c.Name, name, err)
 	}
 	return nil
+}
+
+// startKubelet starts what runs pods on c's nodes: kube-controller-manager
+// and kube-scheduler (kube) and kwok as the simulated nodes' kubelet
+// (kwok), and with kwok the cluster's system node (see [SystemNode]).
+func (c *Cluster) startKubelet(ctx context.Context, kube, kwok bool) error {
+	var err error
+	if kube {
+		if c.Kube, err = startKube(ctx, c.bins, c); err != nil {
+			return err
+		}
+	}
+	if kwok {
+		if c.kwok, err = startKwok(ctx, c.bins, c); err != nil {
+			return err
+		}
+		return c.createSystemNode(ctx)
+	}
+	return nil
+}
+
+// LogTail returns the last n lines of the logs of the programs that run
+// beside c's control plane (Flux, controller-manager, scheduler, kwok, the
+// GPU Operator).
+func (c *Cluster) LogTail(n int) string {
+	var b strings.Builder
+	b.WriteString(c.Flux.LogTail(n))
+	b.WriteString(c.Kube.LogTail(n))
+	if c.kwok != nil {
+		fmt.Fprintf(&b, "--- kwok (%s) ---\n%s\n", c.kwok.logPath, c.kwok.tail(n))
+	}
+	b.WriteString(c.GPUOperator.LogTail(n))
+	return b.String()
+}
+
+// stopPrograms stops what runs beside the control plane, those that write
+// the most first: the GPU Operator, Flux, kwok, then the scheduler and the
+// controller-manager.
+func (c *Cluster) stopPrograms() error {
+	errs := []error{c.GPUOperator.stop(), c.Flux.stop()}
+	if c.kwok != nil {
+		errs = append(errs, c.kwok.stop(5*time.Second))
+	}
+	errs = append(errs, c.Kube.stop())
+	return errors.Join(errs...)
 }
 
 // stopControlPlane stops kube-apiserver and etcd.

@@ -110,7 +110,12 @@ func freePort() (int, error) {
 
 // waitReady polls url until it answers 200, the process exits, or ctx ends.
 func waitReady(ctx context.Context, p *process, url string) error {
-	client := &http.Client{Timeout: time.Second}
+	return pollOK(ctx, p, url, &http.Client{Timeout: time.Second})
+}
+
+// pollOK polls url with client until it answers 200, the process exits, or
+// ctx ends.
+func pollOK(ctx context.Context, p *process, url string, client *http.Client) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -36,6 +36,20 @@ type Options struct {
 	// (see [Flux.ReceiverURL]); the other Flux controllers send it their
 	// events. Installs the same CRDs as FluxImage. Needs Flux.
 	Notification bool
+	// Kube starts kube-controller-manager (the controllers in
+	// [KubeControllers]) and kube-scheduler in every cluster, so
+	// Deployments, ReplicaSets and DaemonSets get pods, pods get nodes,
+	// PodDisruptionBudgets are computed and nodes that stop heartbeating
+	// are marked NotReady and tainted.
+	Kube bool
+	// Kwok starts kwok in every cluster as the kubelet of the nodes
+	// labelled [KwokNodeLabel]=fake: node heartbeats and Leases, pods
+	// going Pending → Running → Ready, deleted pods going away. The GPU
+	// Operator's driver pods are left to the node simulator (package
+	// nodesim). Each cluster also gets a CPU-only system node (see
+	// [SystemNode]). Needs Kube to be useful: without a scheduler no pod
+	// reaches a node.
+	Kwok bool
 	// Git starts a git server (see [Testbed.Git]).
 	Git bool
 	// Dir holds the kubeconfig, logs and Flux storage; a new temporary
@@ -72,6 +86,16 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 	}
 	if opts.Flux {
 		if err := bins.CheckFlux(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Kube {
+		if err := bins.CheckKube(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Kwok {
+		if err := bins.CheckKwok(); err != nil {
 			return nil, err
 		}
 	}
@@ -133,6 +157,19 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 		return nil, errors.Join(err, tb.Stop())
 	}
 
+	if opts.Kube || opts.Kwok {
+		kctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+		defer cancel()
+		errs := make([]error, len(tb.clusters))
+		var wg sync.WaitGroup
+		for i, c := range tb.clusters {
+			wg.Go(func() { errs[i] = c.startKubelet(kctx, opts.Kube, opts.Kwok) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, errors.Join(err, tb.Stop())
+		}
+	}
 	if opts.Flux {
 		fctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 		defer cancel()
@@ -188,8 +225,9 @@ func New(t testing.TB, opts Options) *Testbed {
 			t.Logf("testbed logs:\n%s", tb.LogTail(40))
 		}
 	})
-	t.Logf("testbed: %d cluster(s) up in %s (flux=%t image=%t notification=%t), kubeconfig %s",
-		len(tb.clusters), time.Since(start).Round(10*time.Millisecond), opts.Flux, opts.FluxImage, opts.Notification, tb.Kubeconfig)
+	t.Logf("testbed: %d cluster(s) up in %s (flux=%t image=%t notification=%t kube=%t kwok=%t), kubeconfig %s",
+		len(tb.clusters), time.Since(start).Round(10*time.Millisecond), opts.Flux, opts.FluxImage, opts.Notification,
+		opts.Kube, opts.Kwok, tb.Kubeconfig)
 	return tb
 }
 
@@ -206,25 +244,28 @@ func (tb *Testbed) Cluster(name string) *Cluster {
 // Clusters returns the clusters in the order they were named.
 func (tb *Testbed) Clusters() []*Cluster { return append([]*Cluster(nil), tb.clusters...) }
 
-// LogTail returns the last n lines of every Flux controller's log.
+// LogTail returns the last n lines of the log of every program running
+// beside the clusters' control planes.
 func (tb *Testbed) LogTail(n int) string {
 	var b strings.Builder
 	for _, c := range tb.clusters {
-		if c.Flux != nil {
-			fmt.Fprintf(&b, "=== cluster %s ===\n%s", c.Name, c.Flux.LogTail(n))
+		if tail := c.LogTail(n); tail != "" {
+			fmt.Fprintf(&b, "=== cluster %s ===\n%s", c.Name, tail)
 		}
 	}
 	return b.String()
 }
 
-// Stop stops everything, in the order that avoids slow shutdowns: every Flux
-// controller first (a controller whose API server vanished retries for ~30 s),
-// then the control planes, then the git server. It is safe to call twice.
+// Stop stops everything, in the order that avoids slow shutdowns: every
+// program running beside a control plane first (the GPU Operator, Flux,
+// kwok, the scheduler and controller-manager: a program whose API server
+// vanished retries for ~30 s), then the control planes, then the git server.
+// It is safe to call twice.
 func (tb *Testbed) Stop() error {
 	tb.stopOnce.Do(func() {
 		var errs []error
 		for _, c := range tb.clusters {
-			errs = append(errs, c.Flux.stop())
+			errs = append(errs, c.stopPrograms())
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup

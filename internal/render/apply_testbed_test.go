@@ -1,0 +1,193 @@
+package render_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blang/semver/v4"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/internal/charts"
+	"github.com/gpufleet/gpufleet/internal/crdcheck"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/render"
+	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+// realCharts renders the operator charts of a folder with Helm's SDK, as
+// "gpufleet render --charts DIR" does.
+type realCharts struct{ src charts.Source }
+
+func (r realCharts) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
+	return charts.RenderManifests(context.Background(), r.src, chart, version, values,
+		charts.RenderOptions{Namespace: namespace, ReleaseName: chart})
+}
+
+// TestManifestsApplyLikeFlux applies what render writes in the manifests
+// mode — every GPU Operator chart version of ../shared/operators rendered to
+// plain objects, the Network Operator's, and gpufleet's own NVIDIADrivers —
+// to a real kube-apiserver the way Flux's kustomize-controller does: server-
+// side apply with its field manager, CRDs first. The API server refuses
+// under server-side apply what a plain create accepts (the ClusterPolicy's
+// null fields were the first such case), so only this finds it.
+func TestManifestsApplyLikeFlux(t *testing.T) {
+	ops := sharedtest.Operators(t)
+	gpuVersions := versionsIn(t, filepath.Join(ops, "gpu-operator"))
+	netVersions := versionsIn(t, filepath.Join(ops, "network-operator"))
+	tb := testbed.New(t, testbed.Options{})
+	c := tb.Clusters()[0]
+	ctx := t.Context()
+	src := &charts.FolderSource{Dir: ops}
+
+	for i, gpu := range gpuVersions {
+		net := netVersions[min(i, len(netVersions)-1)]
+		t.Run("gpu-operator "+gpu, func(t *testing.T) {
+			f, err := fleet.Parse("fleet.toml", []byte(fmt.Sprintf(applyFleet, gpu, net)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := render.RenderWith(f, render.Options{Charts: realCharts{src: src}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var objs []*unstructured.Unstructured
+			for _, dir := range []string{"operators", "config"} {
+				prefix := "clusters/stg/" + dir + "/"
+				paths := slices.Sorted(func(yield func(string) bool) {
+					for p := range out.Files {
+						if strings.HasPrefix(p, prefix) && strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, "kustomization.yaml") {
+							if !yield(p) {
+								return
+							}
+						}
+					}
+				})
+				for _, p := range paths {
+					docs, err := crdcheck.DecodeObjects(out.Files[p])
+					if err != nil {
+						t.Fatalf("%s: %v", p, err)
+					}
+					objs = append(objs, docs...)
+				}
+			}
+			applyLikeFlux(ctx, t, c.Client, objs)
+		})
+	}
+}
+
+// applyLikeFlux applies objs as kustomize-controller would: CRDs and
+// namespaces for real, then, once the CRDs are established, everything else
+// as a server-side dry run (the objects of one version need not run).
+func applyLikeFlux(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var crds []string
+	var rest []*unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "CustomResourceDefinition":
+			crds = append(crds, o.GetName())
+			fallthrough
+		case "Namespace":
+			if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
+				t.Errorf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		default:
+			rest = append(rest, o)
+		}
+	}
+	for _, name := range crds {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return false, nil
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", name, err)
+		}
+	}
+	applied := 0
+	for _, o := range rest {
+		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership, client.DryRunAll); err != nil {
+			t.Errorf("server-side apply of %s %s/%s refused: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			continue
+		}
+		applied++
+	}
+	t.Logf("%d CRDs and %d objects applied server-side", len(crds), applied)
+	if applied == 0 {
+		t.Error("nothing was applied")
+	}
+}
+
+// versionsIn lists the version folders of dir, oldest first.
+func versionsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("no charts in %s: %v", dir, err)
+	}
+	var vs []string
+	for _, e := range entries {
+		if _, err := semver.ParseTolerant(e.Name()); err == nil {
+			vs = append(vs, e.Name())
+		}
+	}
+	sort.Slice(vs, func(i, j int) bool {
+		return semver.MustParse(strings.TrimPrefix(vs[i], "v")).LT(semver.MustParse(strings.TrimPrefix(vs[j], "v")))
+	})
+	if len(vs) == 0 {
+		t.Skipf("no chart versions in %s", dir)
+	}
+	return vs
+}
+
+// applyFleet is a one-cluster fleet in the manifests mode, with a pool
+// that uses MIG (the operator's MIG manager objects are rendered too).
+const applyFleet = `
+[charts]
+mode = "manifests"
+
+[releases.r]
+gpu-operator = %q
+network-operator = %q
+driver = "580.95.05"
+
+[clusters.stg]
+environment = "staging"
+
+[[clusters.stg.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = 2
+
+[[clusters.stg.pools]]
+name = "a100"
+product = "NVIDIA-A100-SXM4-80GB"
+nodes = 2
+mig = "all-1g.10gb"
+
+[[waves]]
+name = "staging"
+clusters = ["stg"]
+
+[promotion]
+stable = "r"
+`
