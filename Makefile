@@ -6,7 +6,7 @@ PKGS      := ./...
 # Tests that need the testbed find its binaries here (see hack/testbin.sh).
 export GPUFLEET_TESTBIN := $(abspath $(TESTBIN))
 
-.PHONY: all build test test-unit lint bench generate verify-generate testbin soak-sim fuzz clean
+.PHONY: all build test test-unit lint bench generate verify-generate testbin soak-sim chaos fuzz clean
 
 all: build
 
@@ -14,7 +14,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-## testbin: build kube-apiserver, etcd and the Flux controllers for tests (cached; slow the first time)
+## testbin: build the testbed programs (kube-apiserver, -controller-manager, -scheduler, etcd, Flux, the GPU Operator, kwok; cached; slow the first time)
 testbin:
 	bash hack/testbin.sh $(TESTBIN)
 
@@ -50,6 +50,15 @@ verify-generate:
 ## soak-sim: the planner's randomized invariant runs over many more seeds
 soak-sim:
 	GPUFLEET_SIM_SEEDS=20000 $(GO) test -count=1 -run 'Invariants' ./internal/planner/... ./internal/sim/...
+
+## chaos: the controller, a separate process, killed with SIGKILL at seeded random moments during
+## a 24-node rollout (and a kube-apiserver restart), over many seeds and kills; plus the leader
+## hand-over. `make test` runs one seed of 10 kills.
+CHAOS_SEEDS ?= 10
+CHAOS_KILLS ?= 30
+chaos: testbin
+	GPUFLEET_CHAOS_SEEDS=$(CHAOS_SEEDS) GPUFLEET_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 120m -v \
+	  -run 'TestControllerChaos|TestLeaderElectionHandover' ./internal/controller/
 
 ## fuzz: fuzz the fleet-file parser for a minute
 fuzz:

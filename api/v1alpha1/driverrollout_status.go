@@ -25,7 +25,7 @@ const (
 
 // RolloutPhase summarises the rollout for people and printer columns.
 //
-// +kubebuilder:validation:Enum=Progressing;WaitingForApproval;OutsideWindow;Paused;Stalled;Aborting;Aborted;Completed
+// +kubebuilder:validation:Enum=Progressing;WaitingForApproval;OutsideWindow;Paused;Stalled;Aborting;Aborted;Completed;CompletedWithFailures
 type RolloutPhase string
 
 // Rollout phases.
@@ -38,6 +38,11 @@ const (
 	PhaseAborting           RolloutPhase = "Aborting"
 	PhaseAborted            RolloutPhase = "Aborted"
 	PhaseCompleted          RolloutPhase = "Completed"
+	// PhaseCompletedWithFailures: nothing is left to do, but some nodes
+	// failed and were rolled back or quarantined, so they are not on the
+	// target driver. It is terminal and needs a person: Ready is False and
+	// Stalled is True, so neither Flux nor `gpufleet gate` counts it done.
+	PhaseCompletedWithFailures RolloutPhase = "CompletedWithFailures"
 )
 
 // CanaryResult is how the canary went.
@@ -65,6 +70,16 @@ const (
 	ConditionBudgetExhausted    = "BudgetExhausted"
 	ConditionCompleted          = "Completed"
 	ConditionAborted            = "Aborted"
+	// ConditionCompletedWithFailures is True when the rollout ended with
+	// failed nodes (rolled back or quarantined) within its budget; then
+	// Completed is False, so "Completed" always means every selected node
+	// is on the target driver.
+	ConditionCompletedWithFailures = "CompletedWithFailures"
+	// ConditionOverlap is True when some selected nodes belong to another
+	// DriverRollout (label gpufleet.io/rollout), or are left to an older
+	// one that selects them too; its message names the other rollouts.
+	// Those nodes are left alone and count as unavailable.
+	ConditionOverlap = "Overlap"
 )
 
 // DriverRolloutStatus is what the controller observed. None of its fields
@@ -102,7 +117,7 @@ type DriverRolloutStatus struct {
 
 	// Conditions: Ready, Reconciling, Stalled (kstatus), and
 	// WaitingForApproval, OutsideWindow, Paused, BudgetExhausted,
-	// Completed, Aborted.
+	// Completed, CompletedWithFailures, Aborted, Overlap.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -120,6 +135,11 @@ type NodeCounts struct {
 	RollingBack int32 `json:"rollingBack,omitempty"`
 	RolledBack  int32 `json:"rolledBack,omitempty"`
 	Quarantined int32 `json:"quarantined,omitempty"`
+	// Elsewhere counts the selected nodes this rollout leaves alone
+	// because they belong to another rollout, or are left to an older one
+	// that selects them too (see the Overlap condition). They are in none
+	// of the phases above.
+	Elsewhere int32 `json:"elsewhere,omitempty"`
 }
 
 // CanaryStatus is how the canary went and on which nodes.

@@ -51,7 +51,17 @@ type DriverRolloutSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	PreviousVersion string `json:"previousVersion"`
 
-	// NodeSelector picks the nodes of the rollout, e.g. one GPU pool.
+	// NodeSelector picks the nodes of the rollout, e.g. one GPU pool. It
+	// must select something: an empty selector picks every node of the
+	// cluster and overlaps every other rollout. It cannot change: a node
+	// belongs to the rollout that took it until that rollout is deleted,
+	// so a rollout whose selector moved away would hold nodes it no
+	// longer looks at. Create a new rollout instead. (Two rollouts whose
+	// selectors overlap cannot be refused here, as a rule sees only its
+	// own object: the controller gives each node to one of them and the
+	// other reports the Overlap condition.)
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="nodeSelector must select something: an empty selector picks every node of the cluster"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeSelector is immutable: the nodes a rollout took stay its own; create a new rollout instead"
 	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
 
 	// Canary says which nodes go first and alone.

@@ -30,6 +30,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, exitUsage, "flag provided but not defined"},
 		{"bad selector", []string{"--driver-pod-selector", "app in ("}, exitUsage, "driver pod selector"},
 		{"negative duration", []string{"--drain-retry", "-1s"}, exitUsage, "negative"},
+		{"renew deadline past the lease", []string{"--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "3s"}, exitUsage, "renew deadline 3s must be shorter"},
 		{"unreadable kubeconfig", []string{"--kubeconfig", bad}, exitFailed, "no cluster to talk to"},
 	}
 	for _, tt := range tests {

@@ -35,7 +35,8 @@ once, each within --timeout) and checks, without writing anything:
   gpu-operator   the ClusterPolicy and each NVIDIADriver of the release are ready
   nodes          every GPU node of each pool reports the release's driver, is Ready,
                  has no active XID/ECC condition; quarantined nodes within the budget
-  lifecycle      the cluster's DriverRollout completed, not Stalled, budget held
+  lifecycle      the cluster's DriverRollout completed, not Stalled, budget held;
+                 CompletedWithFailures (a node rolled back or quarantined) fails
 
 Each check shows expected against observed. The revision defaults to the HEAD
 of the git repository holding the fleet file.

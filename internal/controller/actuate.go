@@ -16,17 +16,19 @@ import (
 )
 
 // actuate performs one transition on its node with a single patch: the
-// phase, since-when, the failure and admin-cordon marks, the cordon, the
-// driver label and the quarantine marks go together, so the progress
-// recorded on a node never disagrees with what was done to it.
+// owner, the phase, since-when, the failure and admin-cordon marks, the
+// cordon, the driver label and the quarantine marks go together, so the
+// progress recorded on a node never disagrees with what was done to it.
+//
+// The patch carries the resourceVersion the pass read, so the API server
+// refuses it (409 Conflict) if the node changed since. That is how a node
+// gets one owner: two rollouts, or two controllers, that both saw a node
+// free both send their claim, and only the first one applies. It also keeps
+// a decision made on a stale view from undoing someone's later change (an
+// admin's cordon, a taint): the caller re-plans from a fresh read.
 func (r *Reconciler) actuate(ctx context.Context, ro *v1alpha1.DriverRollout, node *corev1.Node, t planner.Transition, now time.Time) (*corev1.Node, error) {
 	want := transitionNode(node, ro, t, now)
-	var patch client.Patch = client.MergeFrom(node)
-	if t.Quarantine {
-		// A merge patch replaces the whole taint list: make sure nobody
-		// changed it since it was read, or a taint of theirs is lost.
-		patch = client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
-	}
+	patch := client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
 	if err := r.Client.Patch(ctx, want, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("node %s %s → %s: node is gone: %w", t.Node, t.From, t.To, err)
@@ -48,9 +50,11 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 		n.Annotations = map[string]string{}
 	}
 	if n.Labels[LabelRollout] != ro.Name {
-		// The node's marks from an earlier rollout describe that one.
+		// A failure recorded by an earlier owner counted against that
+		// rollout's budget. The admin-cordon mark stays: it is a fact
+		// about the node, and dropping it would let this rollout lift a
+		// cordon that is not its own.
 		delete(n.Annotations, AnnotationFailed)
-		delete(n.Annotations, AnnotationAdminCordoned)
 	}
 	n.Labels[LabelRollout] = ro.Name
 	n.Labels[LabelPhase] = string(t.To)
@@ -62,7 +66,10 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 		n.Annotations[AnnotationAdminCordoned] = "true"
 	}
 	if t.Cordon {
+		// The node was schedulable: whoever cordoned it before lifted
+		// that cordon, and this one is the rollout's own.
 		n.Spec.Unschedulable = true
+		delete(n.Annotations, AnnotationAdminCordoned)
 	}
 	if t.Uncordon {
 		n.Spec.Unschedulable = false
@@ -100,15 +107,16 @@ func quarantineTaint(q *v1alpha1.QuarantineSpec) corev1.Taint {
 	return defaultQuarantineTaint()
 }
 
-// releaseNode returns a copy of node with the rollout's progress marks
-// removed, uncordoned when the rollout cordoned it and it is back in
-// service. A quarantined node keeps its quarantine and its cordon, and a
-// node in flight keeps its cordon: someone must look at it. It reports
-// whether anything changed.
+// releaseNode returns a copy of node as deleting its rollout leaves it
+// (planner.Release): the rollout's owner label and progress marks removed,
+// so another rollout may take the node. It is never uncordoned: a node in
+// flight or quarantined keeps the rollout's cordon (and a quarantined one
+// its quarantine), because someone must look at it, and a cordon on a node
+// that is Pending, Done or rolled back is someone else's, which the
+// rollout never lifts. The admin-cordon mark stays while the node is
+// cordoned. It reports whether anything changed.
 func releaseNode(node *corev1.Node) (*corev1.Node, bool) {
 	n := node.DeepCopy()
-	phase := v1alpha1.NodePhase(n.Labels[LabelPhase])
-	admin := n.Annotations[AnnotationAdminCordoned] == "true"
 	changed := false
 	for _, k := range []string{LabelRollout, LabelPhase} {
 		if _, ok := n.Labels[k]; ok {
@@ -116,15 +124,15 @@ func releaseNode(node *corev1.Node) (*corev1.Node, bool) {
 			changed = true
 		}
 	}
-	for _, k := range []string{AnnotationSince, AnnotationFailed, AnnotationAdminCordoned} {
+	drop := []string{AnnotationSince, AnnotationFailed}
+	if !n.Spec.Unschedulable {
+		drop = append(drop, AnnotationAdminCordoned)
+	}
+	for _, k := range drop {
 		if _, ok := n.Annotations[k]; ok {
 			delete(n.Annotations, k)
 			changed = true
 		}
-	}
-	if n.Spec.Unschedulable && !admin && (phase == v1alpha1.NodePending || phase == v1alpha1.NodeDone || phase == v1alpha1.NodeRolledBack) {
-		n.Spec.Unschedulable = false
-		changed = true
 	}
 	return n, changed
 }

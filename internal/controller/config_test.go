@@ -3,6 +3,7 @@ package controller
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -91,9 +92,17 @@ func TestInstallManifests(t *testing.T) {
 	for _, r := range all.Resources() {
 		kinds[r.GetKind()] = true
 	}
-	for _, k := range []string{"CustomResourceDefinition", "ClusterRole", "Role", "ServiceAccount", "Deployment", "Namespace"} {
+	for _, k := range []string{"CustomResourceDefinition", "ClusterRole", "Role", "ServiceAccount", "Deployment", "Namespace",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if !kinds[k] {
 			t.Errorf("config/default has no %s", k)
+		}
+	}
+	// The admission policy is cluster-scoped: the namespace config/default
+	// sets on everything else must not reach it.
+	for _, r := range all.Resources() {
+		if k := r.GetKind(); strings.HasPrefix(k, "ValidatingAdmissionPolicy") && r.GetNamespace() != "" {
+			t.Errorf("%s %s has namespace %q", k, r.GetName(), r.GetNamespace())
 		}
 	}
 }

@@ -15,7 +15,17 @@
 // written in the same patch that cordons it, flips its driver label or
 // uncordons it, so the recorded phase never disagrees with what was done.
 //
-// Note: a node an admin had cordoned before the rollout touched it carries
-// the annotation gpufleet.io/admin-cordoned and is never uncordoned by the
-// controller, because the admin had a reason the controller does not know.
+// Every node write carries the resourceVersion the pass read (a merge patch
+// with an optimistic lock): a node belongs to at most one rollout (label
+// gpufleet.io/rollout), and of two rollouts, or two controllers, that both
+// saw a node free only the first write wins; the other gets a conflict and
+// plans again. A deleted rollout's finalizer releases its nodes; a node
+// naming a rollout that is gone without that is released before it is
+// planned on. config/admission refuses, at the API server, moving a node
+// from one rollout to another.
+//
+// Note: a node cordoned by someone else carries the annotation
+// gpufleet.io/admin-cordoned from the first move any rollout makes on it,
+// and is never uncordoned by the controller, not even when its rollout is
+// deleted, because the admin had a reason the controller does not know.
 package controller

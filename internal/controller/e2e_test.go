@@ -245,7 +245,9 @@ func TestXIDDuringSoakRollsBack(t *testing.T) {
 	nodes, _ := pool(t, "xid", 2, oldDriver)
 	startController(t, RealClock{}, nil)
 	ro := newRollout("xid", "xid", oldDriver, newDriver)
-	ro.Spec.Soak = metav1.Duration{Duration: 30 * time.Second}
+	// Long enough for the XID below to land inside the soak, short enough
+	// for the second node to finish the rollout soon after.
+	ro.Spec.Soak = metav1.Duration{Duration: 8 * time.Second}
 	ro.Spec.FailureBudget = 1
 	ro.Spec.Health.EventReasons = []string{"XidError"}
 	create(t, ro)
@@ -260,6 +262,22 @@ func TestXIDDuringSoakRollsBack(t *testing.T) {
 	if n.Labels[LabelDriverVersion] != oldDriver || n.Annotations[AnnotationFailed] != "true" || n.Spec.Unschedulable {
 		t.Errorf("node after XID: reports %s, failed %q, unschedulable %t", n.Labels[LabelDriverVersion], n.Annotations[AnnotationFailed], n.Spec.Unschedulable)
 	}
+	// The other node finishes, within the budget of one failure: that is
+	// not Completed (a node is left on the old driver) but a terminal
+	// condition of its own, Stalled for kstatus and Flux (issue 16).
+	ro = waitPhase(t, "xid", v1alpha1.PhaseCompletedWithFailures, 60*time.Second)
+	for typ, want := range map[string]metav1.ConditionStatus{
+		v1alpha1.ConditionCompletedWithFailures: metav1.ConditionTrue, v1alpha1.ConditionCompleted: metav1.ConditionFalse,
+		v1alpha1.ConditionReady: metav1.ConditionFalse, v1alpha1.ConditionStalled: metav1.ConditionTrue,
+	} {
+		if c := findCondition(ro, typ); c == nil || c.Status != want {
+			t.Errorf("condition %s = %+v, want %s", typ, c, want)
+		}
+	}
+	if c := findCondition(ro, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "1 rolled back") {
+		t.Errorf("Ready condition %+v: want it to say what was rolled back", c)
+	}
+	waitEvent(t, "xid", "CompletedWithFailures")
 }
 
 // TestECCConditionFailsSoak watches a node condition only: the ECC error's

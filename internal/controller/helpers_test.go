@@ -42,11 +42,33 @@ func TestTransitionNode(t *testing.T) {
 	}, Annotations: map[string]string{AnnotationFailed: "true"}}}
 	tests := []struct {
 		name string
+		in   func(n *corev1.Node) // changes to base for this case
 		tr   planner.Transition
 		want func(n *corev1.Node)
 	}{
 		{
-			name: "start cordons and forgets another rollout's marks",
+			name: "an earlier rollout's admin-cordon mark stays: it is a fact about the node",
+			in: func(n *corev1.Node) {
+				n.Spec.Unschedulable = true
+				n.Annotations[AnnotationAdminCordoned] = "true"
+			},
+			tr: planner.Transition{Node: "n1", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining},
+			want: func(n *corev1.Node) {
+				delete(n.Annotations, AnnotationFailed)
+			},
+		},
+		{
+			name: "a cordon of the rollout's own drops a stale admin-cordon mark",
+			in:   func(n *corev1.Node) { n.Annotations[AnnotationAdminCordoned] = "true" },
+			tr:   planner.Transition{Node: "n1", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Cordon: true},
+			want: func(n *corev1.Node) {
+				n.Spec.Unschedulable = true
+				delete(n.Annotations, AnnotationFailed)
+				delete(n.Annotations, AnnotationAdminCordoned)
+			},
+		},
+		{
+			name: "start cordons and forgets another rollout's failure",
 			tr:   planner.Transition{Node: "n1", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Cordon: true},
 			want: func(n *corev1.Node) {
 				n.Spec.Unschedulable = true
@@ -81,8 +103,12 @@ func TestTransitionNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := transitionNode(base, ro, tt.tr, t0)
-			want := base.DeepCopy()
+			in := base.DeepCopy()
+			if tt.in != nil {
+				tt.in(in)
+			}
+			got := transitionNode(in, ro, tt.tr, t0)
+			want := in.DeepCopy()
 			want.Labels[LabelRollout] = "r1"
 			want.Labels[LabelPhase] = string(tt.tr.To)
 			want.Annotations[AnnotationSince] = t0.Format(time.RFC3339Nano)
@@ -90,7 +116,7 @@ func TestTransitionNode(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("transitionNode (-want +got):\n%s", diff)
 			}
-			if base.Labels[LabelRollout] != "old" {
+			if in.Labels[LabelRollout] != "old" {
 				t.Errorf("transitionNode changed its input")
 			}
 		})
@@ -107,15 +133,22 @@ func TestReleaseNode(t *testing.T) {
 		}
 		return n
 	}
+	// Note: releasing never uncordons. A Done or rolled-back node was
+	// uncordoned by its rollout in the move that finished it, so a cordon
+	// on it now is someone else's (issue 16: deleting the rollout of an
+	// admin-cordoned node settled Done lifted the admin's cordon).
 	tests := []struct {
 		name         string
 		in           *corev1.Node
 		wantCordoned bool
+		wantMark     bool
 	}{
-		{"done node cordoned by us is uncordoned", node("Done", true, false), false},
-		{"admin's cordon stays", node("Done", true, true), true},
-		{"quarantined stays cordoned", node("Quarantined", true, false), true},
-		{"node in flight stays cordoned", node("Installing", true, false), true},
+		{"a Done node cordoned by someone else stays cordoned", node("Done", true, false), true, false},
+		{"admin's cordon and its mark stay", node("Done", true, true), true, true},
+		{"a rolled-back node's admin cordon stays", node("RolledBack", true, true), true, true},
+		{"a stale mark on a schedulable node goes", node("Done", false, true), false, false},
+		{"quarantined stays cordoned", node("Quarantined", true, false), true, false},
+		{"node in flight stays cordoned", node("Installing", true, false), true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +159,10 @@ func TestReleaseNode(t *testing.T) {
 			if got.Spec.Unschedulable != tt.wantCordoned {
 				t.Errorf("unschedulable = %t, want %t", got.Spec.Unschedulable, tt.wantCordoned)
 			}
+			if mark := got.Annotations[AnnotationAdminCordoned] == "true"; mark != tt.wantMark {
+				t.Errorf("admin-cordon mark = %t, want %t", mark, tt.wantMark)
+			}
+			delete(got.Annotations, AnnotationAdminCordoned)
 			if len(got.Labels)+len(got.Annotations) != 0 {
 				t.Errorf("marks left: %v %v", got.Labels, got.Annotations)
 			}
@@ -143,12 +180,14 @@ func TestObserveNode(t *testing.T) {
 	now := t0.Add(time.Hour)
 	got := observeNode(n, "r1", now)
 	want := planner.Node{Name: "n1", Labels: n.Labels, Unschedulable: true, Ready: true, AdminCordoned: true, Failed: true,
-		Phase: v1alpha1.NodeSoaking, Since: t0}
+		Owner: "r1", Phase: v1alpha1.NodeSoaking, Since: t0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("same rollout (-want +got):\n%s", diff)
 	}
+	// Another rollout sees whose node it is and the admin's cordon, not
+	// the owner's progress.
 	got = observeNode(n, "other", now)
-	want = planner.Node{Name: "n1", Labels: n.Labels, Unschedulable: true, Ready: true}
+	want = planner.Node{Name: "n1", Labels: n.Labels, Unschedulable: true, Ready: true, AdminCordoned: true, Owner: "r1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("other rollout (-want +got):\n%s", diff)
 	}

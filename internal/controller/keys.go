@@ -3,25 +3,25 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // Labels and annotations the controller keeps on a node. They are the
-// rollout's memory: a restarted controller reads them back.
+// rollout's memory: a restarted controller reads them back. The contract is
+// api/v1alpha1's (node_labels.go); these are its names here.
 const (
-	// LabelRollout names the DriverRollout that touched the node last.
-	LabelRollout = "gpufleet.io/rollout"
+	// LabelRollout names the DriverRollout the node belongs to.
+	LabelRollout = v1alpha1.LabelRollout
 	// LabelPhase is the node's phase in that rollout (v1alpha1.NodePhase).
-	LabelPhase = "gpufleet.io/rollout-phase"
-	// AnnotationSince is when the node entered its phase (RFC 3339, the
-	// controller's clock).
-	AnnotationSince = "gpufleet.io/rollout-since"
-	// AnnotationFailed marks a node that failed in the rollout; it counts
-	// against the failure budget.
-	AnnotationFailed = "gpufleet.io/rollout-failed"
-	// AnnotationAdminCordoned records that the node was already cordoned
-	// when the rollout started it, so the rollout never uncordons it.
-	AnnotationAdminCordoned = "gpufleet.io/admin-cordoned"
+	LabelPhase = v1alpha1.LabelPhase
+	// AnnotationSince is when the node entered its phase.
+	AnnotationSince = v1alpha1.AnnotationSince
+	// AnnotationFailed marks a node that failed in its rollout.
+	AnnotationFailed = v1alpha1.AnnotationFailed
+	// AnnotationAdminCordoned records that someone else holds the node's
+	// cordon, so no rollout uncordons it.
+	AnnotationAdminCordoned = v1alpha1.AnnotationAdminCordoned
 
 	// LabelDriver is the driver version a node should run; flipping it
 	// moves the node between the operator's driver DaemonSets. It equals

@@ -40,6 +40,12 @@ type Options struct {
 	// LeaderElectionNamespace holds the lease; the pod's own namespace
 	// when empty (in cluster).
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
+	// (controller-runtime's 15s, 10s and 2s when zero): how long a
+	// replica waits before taking over from a leader that stopped
+	// renewing, how long a leader tries to renew before it stops acting,
+	// and how often both try. Shorter hand-overs cost more API calls.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// DriverPodSelector selects the GPU Operator's driver pods.
 	DriverPodSelector string
 	// DrainRetry and HealthPoll: see Reconciler.
@@ -67,6 +73,12 @@ func (o *Options) Validate() error {
 	if o.HealthPoll < 0 {
 		errs = append(errs, fmt.Errorf("health poll %s is negative", o.HealthPoll))
 	}
+	if o.LeaseDuration < 0 || o.RenewDeadline < 0 || o.RetryPeriod < 0 {
+		errs = append(errs, errors.New("leader election durations must not be negative"))
+	}
+	if o.LeaseDuration > 0 && o.RenewDeadline > 0 && o.RenewDeadline >= o.LeaseDuration {
+		errs = append(errs, fmt.Errorf("leader election renew deadline %s must be shorter than the lease duration %s", o.RenewDeadline, o.LeaseDuration))
+	}
 	return errors.Join(errs...)
 }
 
@@ -89,7 +101,16 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, err
 	}
 	sel, _ := labels.Parse(o.DriverPodSelector)
+	orNil := func(d time.Duration) *time.Duration {
+		if d == 0 {
+			return nil
+		}
+		return &d
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		LeaseDuration:           orNil(o.LeaseDuration),
+		RenewDeadline:           orNil(o.RenewDeadline),
+		RetryPeriod:             orNil(o.RetryPeriod),
 		Scheme:                  NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -132,6 +153,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	r := &Reconciler{
 		Client:     c,
+		APIReader:  mgr.GetAPIReader(),
 		Clock:      o.Clock,
 		Recorder:   mgr.GetEventRecorder(Name),
 		Metrics:    m,

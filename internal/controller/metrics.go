@@ -30,7 +30,7 @@ var nodePhases = []v1alpha1.NodePhase{
 var rolloutPhases = []v1alpha1.RolloutPhase{
 	v1alpha1.PhaseProgressing, v1alpha1.PhaseWaitingForApproval, v1alpha1.PhaseOutsideWindow,
 	v1alpha1.PhasePaused, v1alpha1.PhaseStalled, v1alpha1.PhaseAborting, v1alpha1.PhaseAborted,
-	v1alpha1.PhaseCompleted,
+	v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithFailures,
 }
 
 // NewMetrics creates the metrics and registers them with reg (the

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,6 +60,10 @@ type EventRecorder interface {
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads from the API server itself, past the cache: it
+	// confirms that a rollout a node names is gone before the node is
+	// taken for free. Client when nil.
+	APIReader client.Reader
 	// Clock defaults to the wall clock.
 	Clock Clock
 	// Recorder receives one Event per transition, with the planner's reason.
@@ -88,6 +93,13 @@ func (r *Reconciler) now() time.Time {
 		return time.Now()
 	}
 	return r.Clock.Now()
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader == nil {
+		return r.Client
+	}
+	return r.APIReader
 }
 
 func (r *Reconciler) driverPods() labels.Selector {
@@ -128,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	// Delete: release the nodes, then let the object go.
 	if !ro.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, ro)
+		return r.finalize(ctx, ro)
 	}
 
 	// Finalizer.
@@ -171,6 +183,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(obs.orphans) > 0 {
+		// Release them and plan from a view that shows them free: the
+		// owner label moves only by being removed first (see
+		// config/admission).
+		if err := r.releaseOrphans(ctx, obs.orphans); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	}
 	if node := r.expect.stale(obs.nodes, now); node != "" {
 		// Planning from a view without our last write could start a node
 		// twice or exceed maxUnavailable: wait for the cache.
@@ -187,6 +208,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		node := obs.nodes[t.Node]
 		logger.Info("node transition", "node", t.Node, "from", t.From, "to", t.To, "reason", t.Reason)
 		updated, err := r.actuate(ctx, ro, node, t, now)
+		if apierrors.IsConflict(err) {
+			// The node changed since the cache showed it: another rollout
+			// or controller took it, or anyone wrote it. Nothing was done;
+			// re-plan from a fresher view. The status stays as it was, as
+			// it would describe transitions not made.
+			logger.Info("node changed since it was read; planning again", "node", t.Node, "from", t.From, "to", t.To)
+			plan = nil
+			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+		}
 		if err != nil {
 			r.Recorder.Eventf(ro, node, corev1.EventTypeWarning, "TransitionFailed", string(t.To), "node %s: %s → %s not done: %v", t.Node, t.From, t.To, err)
 			return ctrl.Result{}, err
@@ -270,7 +300,7 @@ func (r *Reconciler) statusEvents(before, after *v1alpha1.DriverRollout) {
 		return
 	}
 	typ := corev1.EventTypeNormal
-	if after.Status.Phase == v1alpha1.PhaseStalled {
+	if after.Status.Phase == v1alpha1.PhaseStalled || after.Status.Phase == v1alpha1.PhaseCompletedWithFailures {
 		typ = corev1.EventTypeWarning
 	}
 	msg := string(after.Status.Phase)
@@ -291,15 +321,34 @@ func (r *Reconciler) approvalEvent(ro *v1alpha1.DriverRollout) {
 		"spec.approval %q does not name this rollout; set it to %q to approve: nothing changes", s.Approval, ro.Name)
 }
 
+// releaseOrphans releases nodes whose rollout is gone without having
+// released them, the way its finalizer would have (releaseNode).
+func (r *Reconciler) releaseOrphans(ctx context.Context, nodes []*corev1.Node) error {
+	for _, n := range nodes {
+		want, changed := releaseNode(n)
+		if !changed {
+			continue
+		}
+		log.FromContext(ctx).Info("releasing a node whose rollout is gone", "node", n.Name, "rollout", n.Labels[LabelRollout])
+		err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(n, client.MergeFromWithOptimisticLock{}))
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("release node %s of the deleted rollout %s: %w", n.Name, n.Labels[LabelRollout], err)
+		}
+	}
+	return nil
+}
+
 // finalize releases the rollout's nodes (see releaseNode) and removes the
-// finalizer.
-func (r *Reconciler) finalize(ctx context.Context, ro *v1alpha1.DriverRollout) error {
+// finalizer. It reads the nodes from the API server, not the cache: a node
+// this rollout took in its last pass and the cache does not show yet would
+// otherwise keep naming a rollout that is gone.
+func (r *Reconciler) finalize(ctx context.Context, ro *v1alpha1.DriverRollout) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ro, Finalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes, client.MatchingLabels{LabelRollout: ro.Name}); err != nil {
-		return fmt.Errorf("list nodes of rollout %s: %w", ro.Name, err)
+	if err := r.apiReader().List(ctx, &nodes, client.MatchingLabels{LabelRollout: ro.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list nodes of rollout %s: %w", ro.Name, err)
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
@@ -307,15 +356,21 @@ func (r *Reconciler) finalize(ctx context.Context, ro *v1alpha1.DriverRollout) e
 		if !changed {
 			continue
 		}
-		if err := r.Client.Patch(ctx, want, client.MergeFrom(n)); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("release node %s: %w", n.Name, err)
+		// With the node's resourceVersion: a node that changed since the
+		// read (another rollout took it once released) is read again.
+		err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(n, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("release node %s: %w", n.Name, err)
 		}
 	}
 	base := ro.DeepCopy()
 	controllerutil.RemoveFinalizer(ro, Finalizer)
 	if err := r.Client.Patch(ctx, ro, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove finalizer: %w", err)
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	r.Metrics.forget(ro.Name)
-	return nil
+	return ctrl.Result{}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,8 @@ type observation struct {
 	nodes map[string]*corev1.Node
 	// evict are, per node being drained, the pods still to evict.
 	evict map[string][]corev1.Pod
+	// orphans are nodes naming a rollout that no longer exists.
+	orphans []*corev1.Node
 }
 
 // observe builds the planner's snapshot of ro's cluster at now.
@@ -38,8 +41,12 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
+	peers, err := r.peers(ctx, ro, list.Items)
+	if err != nil {
+		return nil, err
+	}
 	obs := &observation{
-		snap:  planner.Snapshot{Rollout: ro, Nodes: make([]planner.Node, 0, len(list.Items))},
+		snap:  planner.Snapshot{Rollout: ro, Nodes: make([]planner.Node, 0, len(list.Items)), Others: peers.others},
 		nodes: make(map[string]*corev1.Node, len(list.Items)),
 		evict: map[string][]corev1.Pod{},
 	}
@@ -53,6 +60,12 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		node := &list.Items[i]
 		obs.nodes[node.Name] = node
 		n := observeNode(node, ro.Name, now)
+		if peers.gone[n.Owner] {
+			// Its rollout was deleted without releasing it (someone
+			// removed the finalizer): release it first, as that
+			// finalizer would have, then it is free.
+			obs.orphans = append(obs.orphans, node)
+		}
 		if sel.Matches(labels.Set(node.Labels)) {
 			if err := r.observeWork(ctx, ro, node, &n, obs, now); err != nil {
 				return nil, err
@@ -101,22 +114,72 @@ func nodeSelector(ro *v1alpha1.DriverRollout) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(&ro.Spec.NodeSelector)
 }
 
-// observeNode reads a node's state and the progress recorded on it. Progress
-// recorded by another rollout is ignored: for this rollout the node has not
-// started. A phase without a readable start time starts now, so its
-// timeouts run from the first pass that sees it rather than firing at once.
+// peerView is what the other DriverRollouts of the cluster mean for one
+// pass: the planner's peers, and the rollouts that nodes name as their
+// owner but that no longer exist.
+type peerView struct {
+	others []planner.Peer
+	gone   map[string]bool
+}
+
+// peers lists the cluster's other DriverRollouts for the planner. A node
+// naming a rollout the cache does not hold is not taken for free on the
+// cache's word, which may simply lag behind a rollout just created: only a
+// read from the API server that finds no such rollout makes it so.
+func (r *Reconciler) peers(ctx context.Context, ro *v1alpha1.DriverRollout, nodes []corev1.Node) (peerView, error) {
+	var list v1alpha1.DriverRolloutList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return peerView{}, fmt.Errorf("list rollouts: %w", err)
+	}
+	v := peerView{gone: map[string]bool{}}
+	known := map[string]bool{ro.Name: true}
+	for i := range list.Items {
+		o := &list.Items[i]
+		known[o.Name] = true
+		if o.Name == ro.Name {
+			continue
+		}
+		v.others = append(v.others, planner.Peer{
+			Name: o.Name, Created: o.CreationTimestamp.Time,
+			Deleting: !o.DeletionTimestamp.IsZero(), NodeSelector: o.Spec.NodeSelector,
+		})
+	}
+	for i := range nodes {
+		owner := nodes[i].Labels[LabelRollout]
+		if owner == "" || known[owner] {
+			continue
+		}
+		known[owner] = true
+		err := r.apiReader().Get(ctx, client.ObjectKey{Name: owner}, &v1alpha1.DriverRollout{})
+		switch {
+		case apierrors.IsNotFound(err):
+			v.gone[owner] = true
+		case err != nil:
+			return peerView{}, fmt.Errorf("get rollout %s, named by node %s: %w", owner, nodes[i].Name, err)
+		}
+	}
+	return v, nil
+}
+
+// observeNode reads a node's state and the progress recorded on it. The
+// owner and the admin-cordon mark are facts about the node, read whoever
+// recorded them; progress recorded by another rollout is left out: for this
+// rollout the node has not started. A phase without a readable start time
+// starts now, so its timeouts run from the first pass that sees it rather
+// than firing at once.
 func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node {
 	n := planner.Node{
 		Name:          node.Name,
 		Labels:        node.Labels,
 		Unschedulable: node.Spec.Unschedulable,
 		Ready:         nodeReady(node),
+		Owner:         node.Labels[LabelRollout],
+		AdminCordoned: node.Annotations[AnnotationAdminCordoned] == "true",
 	}
-	if node.Labels[LabelRollout] != rollout {
+	if n.Owner != rollout {
 		return n
 	}
 	n.Phase = v1alpha1.NodePhase(node.Labels[LabelPhase])
-	n.AdminCordoned = node.Annotations[AnnotationAdminCordoned] == "true"
 	n.Failed = node.Annotations[AnnotationFailed] == "true"
 	n.Since = now
 	if s, ok := node.Annotations[AnnotationSince]; ok {

@@ -93,6 +93,12 @@ func env(t testing.TB) client.Client {
 		cl := tb.Clusters()[0]
 		suite.cfg = cl
 		suite.c = cl.Client
+		// Every test runs under the admission policy that keeps one owner
+		// per node, so a controller write it refuses fails the test.
+		if err := installAdmission(context.Background(), cl.Client); err != nil {
+			suite.err = err
+			return
+		}
 		suite.sim = nodesim.New(cl.Client, nodesim.Options{InstallTime: time.Second, Resync: 200 * time.Millisecond, RunPods: true})
 		ctx, cancel := context.WithCancel(context.Background())
 		suite.stop = cancel

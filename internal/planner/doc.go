@@ -24,5 +24,13 @@
 //   - pause starts nothing; abort starts nothing and rolls back every node
 //     that reached the new driver;
 //   - once more nodes failed than the failure budget allows, nothing starts;
-//   - a node an admin cordoned before the rollout stays cordoned after it.
+//   - a node cordoned by someone else is recorded as such by the first move
+//     made on it (settled, started, rolled back, quarantined) and is never
+//     uncordoned; a node is uncordoned only by the rollout that cordoned it;
+//   - a node that belongs to another rollout (Node.Owner) is never moved and
+//     counts as unavailable, and of two rollouts selecting a node that
+//     belongs to none, the older goes first (Snapshot.Others); the status
+//     names the other rollouts in the Overlap condition;
+//   - a rollout whose nodes are all through but some failed ends
+//     CompletedWithFailures, never Completed.
 package planner

@@ -79,10 +79,27 @@ func TestInvariantsOneStep(t *testing.T) {
 				nb.Failed()
 				failed++
 			}
-			nodes[i] = nb.Build()
+			n := nb.Build()
+			switch r.IntN(8) {
+			case 0:
+				// Another rollout's node: its progress is not ours to see.
+				n.Owner, n.Phase, n.Since, n.Failed = "other", "", time.Time{}, false
+			case 1:
+				n.Owner = ro.Name
+			}
+			nodes[i] = n
+		}
+		// Sometimes an older rollout over the same pool, which goes first
+		// on the nodes that belong to none.
+		var peers []planner.Peer
+		if r.IntN(3) == 0 {
+			peers = append(peers, planner.Peer{Name: "older", Created: ro.CreationTimestamp.Add(-time.Hour), NodeSelector: ro.Spec.NodeSelector, Deleting: r.IntN(3) == 0})
+		}
+		if r.IntN(3) == 0 {
+			peers = append(peers, planner.Peer{Name: "other", Created: ro.CreationTimestamp.Add(time.Hour), NodeSelector: ro.Spec.NodeSelector})
 		}
 		at := now.Add(time.Duration(r.IntN(7*24)) * time.Hour)
-		res := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: nodes}, at)
+		res := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: nodes, Others: peers}, at)
 		after := make([]planner.Node, len(nodes))
 		copy(after, nodes)
 		index := map[string]int{}
@@ -90,13 +107,13 @@ func TestInvariantsOneStep(t *testing.T) {
 			index[after[i].Name] = i
 		}
 		for _, tr := range res.Transitions {
-			tr.ApplyTo(&after[index[tr.Node]], at)
+			tr.ApplyTo(&after[index[tr.Node]], ro.Name, at)
 			if tr.From == v1alpha1.NodePending {
 				starts++
 			}
 		}
 		check := sim.NewStepChecker()
-		check.Step(sim.Step{At: at, Rollout: ro, Before: nodes, After: after, Result: res})
+		check.Step(sim.Step{At: at, Rollout: ro, Before: nodes, After: after, Result: res, Others: peers})
 		if v := check.Violations(); len(v) > 0 {
 			t.Fatalf("seed %d: %v", seed, v)
 		}

@@ -77,11 +77,18 @@ type work struct {
 	adminCordoned bool
 	canary        bool
 	outOfService  bool
+	// elsewhere names the other rollout the node is left to: the one it
+	// belongs to, or an older one that selects it too while it belongs to
+	// none. Such a node is never moved and counts as unavailable, as that
+	// rollout may take it out at any moment.
+	elsewhere string
+	// taken: elsewhere owns the node (rather than going first on it).
+	taken bool
 }
 
 // unavailable: out of service for any reason. maxUnavailable bounds these.
 func (w *work) unavailable() bool {
-	return w.unschedulable || !w.n.Ready || w.outOfService ||
+	return w.unschedulable || !w.n.Ready || w.outOfService || w.elsewhere != "" ||
 		inFlight(w.phase) || w.phase == v1alpha1.NodeQuarantined
 }
 
@@ -127,6 +134,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		}
 		oos = append(oos, s)
 	}
+	first := p.firstPeers(snap.Others)
 	// One allocation for every node's work: the planner runs on every
 	// reconcile of pools of thousands of nodes.
 	works := make([]work, 0, len(snap.Nodes))
@@ -137,6 +145,21 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 			continue
 		}
 		w := work{n: n, phase: phaseOf(n), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned}
+		switch {
+		case n.Owner != "" && n.Owner != p.ro.Name:
+			w.elsewhere, w.taken = n.Owner, true
+		case n.Owner == "" && w.phase == v1alpha1.NodePending:
+			for _, f := range first {
+				if f.sel.Matches(set) {
+					w.elsewhere = f.name
+					break
+				}
+			}
+		}
+		if w.elsewhere != "" {
+			// Its progress, if any, is the other rollout's.
+			w.phase, w.failed = v1alpha1.NodePending, false
+		}
 		for _, s := range oos {
 			if s.Matches(set) {
 				w.outOfService = true
@@ -157,6 +180,44 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 	return p
 }
 
+// peerSelector is another rollout that goes before this one on the free
+// nodes both select.
+type peerSelector struct {
+	name    string
+	created time.Time
+	sel     labels.Selector
+}
+
+// firstPeers returns the other rollouts that go before this one, oldest
+// first: not being deleted, created earlier (or together and first by
+// name). A peer whose selector does not parse selects nothing.
+func (p *planner) firstPeers(peers []Peer) []peerSelector {
+	var out []peerSelector
+	for i := range peers {
+		o := &peers[i]
+		if o.Deleting || o.Name == p.ro.Name || !precedes(o.Name, o.Created, p.ro.Name, p.ro.CreationTimestamp.Time) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&o.NodeSelector)
+		if err != nil {
+			continue
+		}
+		out = append(out, peerSelector{name: o.Name, created: o.Created, sel: sel})
+	}
+	// Oldest first, so a node several older rollouts select is reported as
+	// left to the one that will take it.
+	slices.SortFunc(out, func(a, b peerSelector) int {
+		switch {
+		case precedes(a.name, a.created, b.name, b.created):
+			return -1
+		case precedes(b.name, b.created, a.name, a.created):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
 // markCanary picks the canary nodes. Once the status records them they stay
 // chosen, so adding a node or renaming one never moves the canary mid-rollout.
 func (p *planner) markCanary() {
@@ -175,9 +236,10 @@ func (p *planner) markCanary() {
 	if p.spec.Canary.Count != nil {
 		count = int(*p.spec.Canary.Count)
 	}
-	// The canary must prove the new driver: pick nodes that still need it.
+	// The canary must prove the new driver: pick nodes that still need it,
+	// and that this rollout may move.
 	for i := 0; i < len(p.nodes) && count > 0; i++ {
-		if !p.onTarget(&p.nodes[i]) {
+		if p.nodes[i].elsewhere == "" && !p.onTarget(&p.nodes[i]) {
 			p.nodes[i].canary = true
 			count--
 		}
@@ -202,10 +264,17 @@ func (p *planner) settle() {
 	}
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if w.canary || !p.onTarget(w) {
+		if w.canary || w.elsewhere != "" || !p.onTarget(w) {
 			continue
 		}
-		p.move(w, v1alpha1.NodeDone, fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion), func(t *Transition) {
+		reason := fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion)
+		if w.unschedulable {
+			// Note: move records this cordon as someone else's in the
+			// same write. Without the record, deleting this rollout, or
+			// another rollout taking the node, would lift it.
+			reason += "; left cordoned as someone else had cordoned it"
+		}
+		p.move(w, v1alpha1.NodeDone, reason, func(t *Transition) {
 			t.Driver = p.spec.TargetVersion
 		})
 	}
@@ -218,9 +287,16 @@ func (p *planner) wake(t time.Time) {
 	}
 }
 
-// move records a transition and updates the running view.
+// move records a transition and updates the running view. Every move is
+// made here, so the admin-cordon rule holds on every path: a node that is
+// cordoned while the rollout holds no cordon of its own on it (it is
+// Pending, Done or rolled back here) is cordoned by someone else, and the
+// move records that, in the same write, before anything could lift it.
 func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(*Transition)) {
 	t := Transition{Node: w.n.Name, From: w.phase, To: to, Reason: reason}
+	if w.unschedulable && !w.adminCordoned && !HoldsCordon(w.phase) {
+		t.RecordAdminCordon = true
+	}
 	if edit != nil {
 		edit(&t)
 	}
@@ -235,6 +311,7 @@ func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(
 	}
 	if t.Cordon {
 		w.unschedulable = true
+		w.adminCordoned = false
 	}
 	if t.RecordAdminCordon {
 		w.adminCordoned = true

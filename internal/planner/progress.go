@@ -13,6 +13,9 @@ import (
 func (p *planner) progress() {
 	for i := range p.nodes {
 		w := &p.nodes[i]
+		if w.elsewhere != "" {
+			continue
+		}
 		if p.spec.Abort && p.abortNode(w) {
 			continue
 		}

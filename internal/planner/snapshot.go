@@ -3,6 +3,8 @@ package planner
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
@@ -15,6 +17,35 @@ type Snapshot struct {
 	// Nodes are the cluster's nodes, in any order; the planner applies the
 	// rollout's node selector itself.
 	Nodes []Node
+	// Others are the cluster's other DriverRollouts. A node that belongs
+	// to one of them (Node.Owner) is left alone whatever this list holds;
+	// the list decides only who goes first on a node that belongs to no
+	// rollout and that several select: the oldest (then the first by
+	// name) that is not being deleted.
+	Others []Peer
+}
+
+// Peer is another DriverRollout of the cluster, as far as the planner
+// needs to know it.
+type Peer struct {
+	Name string
+	// Created is its creation time: the older of two rollouts selecting
+	// the same free node takes it.
+	Created time.Time
+	// Deleting: it is being deleted. It takes no new node, and its own
+	// are released (see Release), so a newer rollout may take them.
+	Deleting bool
+	// NodeSelector is its spec.nodeSelector.
+	NodeSelector metav1.LabelSelector
+}
+
+// precedes reports whether rollout a goes before rollout b on a node both
+// select: the older first, the first by name when created together.
+func precedes(aName string, aCreated time.Time, bName string, bCreated time.Time) bool {
+	if !aCreated.Equal(bCreated) {
+		return aCreated.Before(bCreated)
+	}
+	return aName < bName
 }
 
 // LabelDriver is the node label the driver's NVIDIADriver selects on: the
@@ -29,13 +60,27 @@ type Node struct {
 	Labels map[string]string
 	// Unschedulable is spec.unschedulable: cordoned, by anyone.
 	Unschedulable bool
-	// AdminCordoned records that the node was already cordoned when the
-	// rollout first touched it. Such a node is never uncordoned by the
-	// rollout: someone had a reason we do not know.
+	// AdminCordoned records that someone other than gpufleet holds the
+	// node's cordon (v1alpha1.AnnotationAdminCordoned): recorded the first
+	// time any rollout acted on the node while it was cordoned and the
+	// cordon was not that rollout's own. Such a node is never uncordoned by
+	// a rollout: someone had a reason we do not know. It is a fact about
+	// the node, whichever rollout it belongs to.
 	AdminCordoned bool
 	// Ready is the node's Ready condition.
 	Ready bool
 
+	// Owner is the DriverRollout the node belongs to
+	// (v1alpha1.LabelRollout), empty when it belongs to none. (A node
+	// naming a rollout that is confirmed gone is released before it is
+	// planned on.) A node that belongs to another rollout is left alone
+	// and counts as unavailable.
+	Owner string
+
+	// Phase, Since and Failed are the node's progress in the snapshot's
+	// rollout: empty on a node that belongs to another one (the observer
+	// leaves them out, and the planner ignores them there).
+	//
 	// Phase is the node's rollout phase; empty means Pending.
 	Phase v1alpha1.NodePhase
 	// Since is when the node entered Phase.
@@ -81,13 +126,18 @@ type Transition struct {
 	// Failure: the node failed; record it (Node.Failed) so it counts
 	// against the budget.
 	Failure bool
-	// Cordon the node (it was schedulable).
+	// Cordon the node (it was schedulable). The cordon is then the
+	// rollout's own, so a stale admin-cordon mark goes with this write:
+	// whoever had cordoned the node before has lifted it since.
 	Cordon bool
-	// RecordAdminCordon: the node was already cordoned when the rollout
-	// started it; record that so it is never uncordoned by the rollout.
+	// RecordAdminCordon: the node is cordoned and the cordon is not the
+	// rollout's own (it is not in flight or quarantined in this rollout);
+	// record that someone else holds it, in the same write as the move, so
+	// that no rollout ever uncordons it. Set on whatever move first meets
+	// such a node: settled Done, started, rolled back, quarantined.
 	RecordAdminCordon bool
-	// Uncordon the node: it is back in service and was not cordoned by an
-	// admin before the rollout.
+	// Uncordon the node: it is back in service and the cordon was the
+	// rollout's own.
 	Uncordon bool
 	// Driver, when set, is the version the node's driver label must select
 	// (the target to install, the previous one to roll back).
@@ -123,6 +173,15 @@ func inFlight(p v1alpha1.NodePhase) bool {
 // InFlight reports whether a node in phase p is being worked on by the
 // rollout (it holds a parallelNodes slot and counts as unavailable).
 func InFlight(p v1alpha1.NodePhase) bool { return inFlight(p) }
+
+// HoldsCordon reports whether a rollout holds its own cordon on a node in
+// phase p, unless the node is marked admin-cordoned: it cordons a node when
+// it starts it or rolls it back and lifts the cordon when the node is Done
+// or rolled back; a quarantined node stays cordoned. In every other phase a
+// cordon on the node is someone else's.
+func HoldsCordon(p v1alpha1.NodePhase) bool {
+	return inFlight(p) || p == v1alpha1.NodeQuarantined
+}
 
 // phaseOf maps the empty phase of an untouched node to Pending.
 func phaseOf(n *Node) v1alpha1.NodePhase {

@@ -83,7 +83,11 @@ func (p *planner) gate() gate {
 	if ok, why := p.cal.Allowed(p.now); !ok {
 		msg := why
 		if next := p.cal.NextAllowed(p.now); !next.IsZero() {
-			p.wake(next)
+			if p.startable() {
+				// Waking for a window matters only to a node that
+				// could start in it.
+				p.wake(next)
+			}
 			msg += fmt.Sprintf("; next start possible at %s", next.UTC().Format("2006-01-02 15:04 MST"))
 		}
 		return gate{phase: v1alpha1.PhaseOutsideWindow, cond: v1alpha1.ConditionOutsideWindow, reason: "OutsideWindow", msg: msg}
@@ -93,6 +97,17 @@ func (p *planner) gate() gate {
 		g.canaryOnly = true
 	}
 	return g
+}
+
+// startable reports whether some selected node is pending and this
+// rollout's to move.
+func (p *planner) startable() bool {
+	for i := range p.nodes {
+		if w := &p.nodes[i]; w.phase == v1alpha1.NodePending && w.elsewhere == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // start fills free slots with pending nodes, canary nodes first and alone.
@@ -133,7 +148,7 @@ func (p *planner) start() {
 	for pass := range 2 {
 		for i := range p.nodes {
 			w := &p.nodes[i]
-			if w.phase != v1alpha1.NodePending || w.canary != g.canaryOnly || w.unavailable() != (pass == 0) {
+			if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.canary != g.canaryOnly || w.unavailable() != (pass == 0) {
 				continue
 			}
 			candidates++
@@ -180,12 +195,11 @@ func (p *planner) startNode(w *work, canary bool) {
 		what = "canary node"
 	}
 	reason := fmt.Sprintf("%s started: cordoning and draining for driver %s", what, p.spec.TargetVersion)
-	admin := w.unschedulable && !w.adminCordoned
 	if w.unschedulable {
 		reason = fmt.Sprintf("%s started: already cordoned by an admin, draining for driver %s", what, p.spec.TargetVersion)
 	}
+	// move records the admin's cordon when the node is cordoned already.
 	p.move(w, v1alpha1.NodeDraining, reason, func(t *Transition) {
 		t.Cordon = !w.unschedulable
-		t.RecordAdminCordon = admin
 	})
 }

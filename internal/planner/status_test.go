@@ -52,9 +52,23 @@ func TestStatus(t *testing.T) {
 			want:  summary{Phase: v1alpha1.PhaseCompleted, Progress: "2/2", Canary: v1alpha1.CanaryNone, True: []string{"Ready", "Completed"}},
 		},
 		{
-			name: "completed within budget", rollout: pt.Rollout("r").Budget(1),
+			// A rolled-back node is a failure the operator must see: not
+			// Completed (Ready), but a terminal condition of its own.
+			name: "completed with a node rolled back, within budget", rollout: pt.Rollout("r").Budget(1),
 			nodes: []*pt.NodeBuilder{done("gpu-00"), pt.Node("gpu-01").In(v1alpha1.NodeRolledBack, ago(time.Hour)).Failed()},
-			want:  summary{Phase: v1alpha1.PhaseCompleted, Progress: "1/2", BudgetUsed: 1, Canary: v1alpha1.CanaryNone, True: []string{"Ready", "Completed"}},
+			want: summary{Phase: v1alpha1.PhaseCompletedWithFailures, Progress: "1/2", BudgetUsed: 1, Canary: v1alpha1.CanaryNone,
+				True: []string{"Stalled", "CompletedWithFailures"}},
+		},
+		{
+			name: "completed with a node quarantined, within budget", rollout: pt.Rollout("r").Budget(2),
+			nodes: []*pt.NodeBuilder{done("gpu-00"), pt.Node("gpu-01").In(v1alpha1.NodeQuarantined, ago(time.Hour)).Failed()},
+			want: summary{Phase: v1alpha1.PhaseCompletedWithFailures, Progress: "1/2", BudgetUsed: 1, Canary: v1alpha1.CanaryNone,
+				True: []string{"Stalled", "CompletedWithFailures"}},
+		},
+		{
+			name: "a node of another rollout is not done", rollout: pt.Rollout("r"),
+			nodes: []*pt.NodeBuilder{done("gpu-00"), pt.Node("gpu-01").Owner("other")},
+			want:  summary{Phase: v1alpha1.PhaseProgressing, Progress: "1/2", Canary: v1alpha1.CanaryNone, True: []string{"Reconciling", "Overlap"}},
 		},
 		{
 			name: "waiting for approval", rollout: pt.Rollout("r").Canary(1),

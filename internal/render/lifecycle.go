@@ -6,6 +6,14 @@ import (
 
 // lifecycleObjects is the lifecycle step: the cluster's DriverRollout, named
 // after the release it rolls out, covering every GPU node of the cluster.
+//
+// Note: one rollout per cluster, over all its GPU nodes, is how render keeps
+// its promise never to write two DriverRollouts that select the same node: a
+// rollout per pool would need selectors proven disjoint. A release change
+// writes the rollout under a new name; Flux applies it and prunes the old
+// one, and for the moment both exist the controller gives each node to one
+// (the old one keeps its nodes until its finalizer releases them, and the
+// new one reports the Overlap condition meanwhile).
 func lifecycleObjects(p clusterPlan) ([]object, error) {
 	dr := lifecycle.DriverRolloutFor(p.rollout.Name, p.policy, p.rollout.Driver, p.rollbackTo.Driver, map[string]string{LabelGPUPresent: "true"})
 	dr.Labels = releaseLabels(p, p.rollout.Name)

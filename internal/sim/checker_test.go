@@ -3,8 +3,10 @@ package sim
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
@@ -23,7 +25,7 @@ func TestChecker(t *testing.T) {
 		for _, tr := range ts {
 			for i := range out {
 				if out[i].Name == tr.Node {
-					tr.ApplyTo(&out[i], monday)
+					tr.ApplyTo(&out[i], "r", monday)
 				}
 			}
 		}
@@ -84,7 +86,7 @@ func TestCheckerFinal(t *testing.T) {
 	before := pt.Nodes("gpu", 3)
 	after := append([]planner.Node(nil), before...)
 	tr := planner.Transition{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started", Cordon: true}
-	tr.ApplyTo(&after[0], monday)
+	tr.ApplyTo(&after[0], "r", monday)
 	c.Step(Step{At: monday, Rollout: ro, Before: before, After: after, Result: planner.Result{Transitions: []planner.Transition{tr}}})
 	after[1].Phase = v1alpha1.NodeDone // moved without a transition
 	after[2].Phase = v1alpha1.NodePending
@@ -95,5 +97,80 @@ func TestCheckerFinal(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, c.Violations()); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckerOwnersAndCordons feeds the checker hand-made steps that break
+// the rules between rollouts and about who holds a cordon.
+func TestCheckerOwnersAndCordons(t *testing.T) {
+	ro := pt.Rollout("r").Parallel(3).MaxUnavailable(3).Build()
+	ro.CreationTimestamp = metav1.NewTime(monday)
+	start := planner.Transition{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started", Cordon: true}
+	owned := func(owner string) []planner.Node {
+		n := pt.Nodes("gpu", 2)
+		n[0].Owner = owner
+		return n
+	}
+	after := func(before []planner.Node, ts ...planner.Transition) []planner.Node {
+		out := append([]planner.Node(nil), before...)
+		for _, tr := range ts {
+			for i := range out {
+				if out[i].Name == tr.Node {
+					tr.ApplyTo(&out[i], "r", monday)
+				}
+			}
+		}
+		return out
+	}
+	cordoned := pt.Nodes("gpu", 1)
+	cordoned[0].Unschedulable = true
+	soaking := []planner.Node{pt.Node("gpu-00").In(v1alpha1.NodeSoaking, monday).Driver(true, pt.Target).Build()}
+	soaking[0].Owner = "r"
+	done := planner.Transition{Node: "gpu-00", From: v1alpha1.NodeSoaking, To: v1alpha1.NodeDone, Reason: "soaked", Uncordon: true}
+	older := planner.Peer{Name: "older", Created: monday.Add(-time.Hour), NodeSelector: ro.Spec.NodeSelector}
+	released := []planner.Node{pt.Node("gpu-00").Cordoned().Build()}
+	tests := []struct {
+		name string
+		step Step
+		want string
+	}{
+		{"moves another live rollout's node", Step{Rollout: ro, Before: owned("s"), After: after(owned("s"), start), Truth: owned("s"),
+			Others: []planner.Peer{{Name: "s"}}, Result: planner.Result{Transitions: []planner.Transition{start}}}, "belongs to rollout s"},
+		{"a node whose owner is gone is free", Step{Rollout: ro, Before: owned(""), After: after(owned(""), start), Truth: owned("gone"),
+			Result: planner.Result{Transitions: []planner.Transition{start}}}, ""},
+		{"started twice", Step{Rollout: ro, Before: pt.Nodes("gpu", 2), After: after(pt.Nodes("gpu", 2), start),
+			Truth: after(pt.Nodes("gpu", 2), start), Result: planner.Result{Transitions: []planner.Transition{start}}}, "it was Draining already"},
+		{"starts a node an older rollout goes first on", Step{Rollout: ro, Before: pt.Nodes("gpu", 2), After: after(pt.Nodes("gpu", 2), start),
+			Others: []planner.Peer{older}, Result: planner.Result{Transitions: []planner.Transition{start}}}, "the older rollout older selects too"},
+		{"lifts an admin's cordon", Step{Rollout: ro, Before: soaking, After: after(soaking, done),
+			CordonsBefore: map[string]string{"gpu-00": "admin"}, Result: planner.Result{Transitions: []planner.Transition{done}}}, "uncordoned gpu-00, whose cordon an admin holds"},
+		{"moves an admin-cordoned node without the mark", Step{Rollout: ro, Before: cordoned,
+			After:         after(cordoned, planner.Transition{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started"}),
+			CordonsBefore: map[string]string{"gpu-00": "admin"},
+			Result:        planner.Result{Transitions: []planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started"}}}},
+			"without recording it"},
+		{"a release that drops the mark", Step{Rollout: ro, Released: []string{"gpu-00"},
+			Before: []planner.Node{pt.Node("gpu-00").AdminCordoned().Build()}, After: released,
+			CordonsBefore: map[string]string{"gpu-00": "admin"}}, "dropped the admin-cordon mark"},
+		{"a release that uncordons", Step{Rollout: ro, Released: []string{"gpu-00"},
+			Before: soaking, After: pt.Nodes("gpu", 1),
+			CordonsBefore: map[string]string{"gpu-00": "r"}}, "deleting r uncordoned gpu-00"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewChecker()
+			tt.step.At = monday
+			c.Step(tt.step)
+			got := strings.Join(c.Violations(), "\n")
+			if tt.want == "" {
+				if got != "" {
+					t.Errorf("violations: %s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("violations %q do not mention %q", got, tt.want)
+			}
+		})
 	}
 }

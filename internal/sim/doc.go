@@ -10,4 +10,11 @@
 // The same planner.Plan that the controller runs drives it. Golden
 // transcripts of whole rollouts, the randomized invariant runs and
 // `gpufleet simulate` are all built on Run.
+//
+// A world may hold several rollouts at once (World.Create, Delete and
+// ForceDelete in a script), each planned from its own view of the nodes as
+// the controller observes them, and Config.Racing plays two controllers
+// planning from the same moment and writing with the nodes' versions as
+// preconditions. The Checker judges ownership and cordons from the world's
+// own record of who owns each node and who holds each cordon.
 package sim

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,17 +17,43 @@ import (
 // its convergence at the end. It recomputes everything from the nodes and the
 // spec rather than trusting the planner's own bookkeeping, so a planner bug
 // cannot hide behind the same bug here.
+//
+// With several rollouts in the world it also checks, from the world's own
+// record of who holds each cordon and who owns each node, that an admin's
+// cordon is never lifted and is marked the first time a rollout acts on the
+// node, that a node is uncordoned only by the rollout that cordoned it, that
+// a rollout never moves a node another live rollout owns (two rollouts
+// never both take a node), nor starts a free one an older rollout selects
+// too, and that it reports every such node in its Overlap condition.
 type Checker struct {
 	violations []string
-	started    map[string]bool
-	touched    map[string]bool
+	// runs are each rollout's history, by rollout name.
+	runs map[string]*run
+	// cordons are who held each node's cordon after the last step, when
+	// the steps say (nil otherwise).
+	cordons map[string]string
+	// oneStep: the checker sees single steps from arbitrary states, so the
+	// rules that need the whole history are off.
+	oneStep bool
+}
+
+// run is one rollout's history as the checker saw it.
+type run struct {
+	started map[string]bool
+	touched map[string]bool
 	// cordonedAtStart: the node was unschedulable when the rollout started
 	// it, seen from the nodes before the step, not from what the planner
 	// recorded, so a planner that forgets an admin's cordon is caught.
 	cordonedAtStart map[string]bool
-	// oneStep: the checker sees single steps from arbitrary states, so the
-	// rules that need the whole history are off.
-	oneStep bool
+}
+
+func (c *Checker) run(name string) *run {
+	r := c.runs[name]
+	if r == nil {
+		r = &run{started: map[string]bool{}, touched: map[string]bool{}, cordonedAtStart: map[string]bool{}}
+		c.runs[name] = r
+	}
+	return r
 }
 
 // NewStepChecker returns a checker for single planning steps from arbitrary
@@ -38,7 +66,7 @@ func NewStepChecker() *Checker {
 
 // NewChecker returns an empty checker.
 func NewChecker() *Checker {
-	return &Checker{started: map[string]bool{}, touched: map[string]bool{}, cordonedAtStart: map[string]bool{}}
+	return &Checker{runs: map[string]*run{}}
 }
 
 // Violations are what broke, in order, at most one line per rule and step.
@@ -72,8 +100,9 @@ type view struct {
 	canaryFlying, others int // in flight: canary nodes, other nodes
 }
 
-func see(spec *v1alpha1.DriverRolloutSpec, canary []string, nodes []planner.Node) view {
+func see(ro *v1alpha1.DriverRollout, others []planner.Peer, canary []string, nodes []planner.Node) view {
 	var v view
+	spec := &ro.Spec
 	sel, _ := metav1.LabelSelectorAsSelector(&spec.NodeSelector)
 	var oos []labels.Selector
 	for i := range spec.OutOfService {
@@ -88,7 +117,9 @@ func see(spec *v1alpha1.DriverRolloutSpec, canary []string, nodes []planner.Node
 		}
 		v.selected = append(v.selected, n)
 		fly := planner.InFlight(n.Phase)
-		out := n.Unschedulable || !n.Ready || fly || n.Phase == v1alpha1.NodeQuarantined
+		// A node left to another rollout counts as unavailable: that
+		// rollout may take it out at any moment.
+		out := n.Unschedulable || !n.Ready || fly || n.Phase == v1alpha1.NodeQuarantined || leftTo(ro, others, n) != ""
 		for _, s := range oos {
 			out = out || s.Matches(labels.Set(n.Labels))
 		}
@@ -118,20 +149,70 @@ func see(spec *v1alpha1.DriverRolloutSpec, canary []string, nodes []planner.Node
 	return v
 }
 
-// Step checks one planning pass.
+// leftTo is the other rollout node n is left to, as ro's planner must
+// see it, recomputed here: the live rollout it belongs to, or, when it
+// belongs to none and has no progress, the oldest live rollout not being
+// deleted that was created before ro (or with it, and first by name) and
+// selects it too. "" when n is ro's to move.
+func leftTo(ro *v1alpha1.DriverRollout, others []planner.Peer, n *planner.Node) string {
+	if n.Owner != "" && n.Owner != ro.Name {
+		return n.Owner
+	}
+	if n.Owner != "" || (n.Phase != "" && n.Phase != v1alpha1.NodePending) {
+		return ""
+	}
+	best := -1
+	for i := range others {
+		o := &others[i]
+		if o.Deleting || !before(o.Name, o.Created, ro.Name, ro.CreationTimestamp.Time) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&o.NodeSelector)
+		if err != nil || !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		if best < 0 || before(o.Name, o.Created, others[best].Name, others[best].Created) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return others[best].Name
+}
+
+// before: rollout a goes before rollout b (older, or first by name).
+func before(a string, ac time.Time, b string, bc time.Time) bool {
+	if !ac.Equal(bc) {
+		return ac.Before(bc)
+	}
+	return a < b
+}
+
+// Step checks one planning pass, or one release of a deleted rollout's nodes.
 func (c *Checker) Step(s Step) {
+	if s.CordonsAfter != nil {
+		defer func() { c.cordons = s.CordonsAfter }()
+	}
+	if s.Released != nil {
+		c.release(s)
+		return
+	}
+	c.cordonRules(s)
+	c.ownerRules(s)
 	spec := &s.Rollout.Spec
 	canary := s.Result.Status.Canary.Nodes
-	after := see(spec, canary, s.After)
+	after := see(s.Rollout, s.Others, canary, s.After)
 	set := planner.SettingsFor(spec, len(after.selected))
 	selected := map[string]bool{}
 	for _, n := range after.selected {
 		selected[n.Name] = true
 	}
+	h := c.run(s.Rollout.Name)
 
 	var starts []planner.Transition
 	for _, t := range s.Result.Transitions {
-		c.touched[t.Node] = true
+		h.touched[t.Node] = true
 		if !selected[t.Node] {
 			c.fail(s, "%s moved but the selector does not pick it", t.Node)
 		}
@@ -147,8 +228,8 @@ func (c *Checker) Step(s Step) {
 					if b.DriverVersion != spec.TargetVersion || t.Cordon || spec.Abort {
 						c.fail(s, "%s settled Done without being on %s (reports %q, cordon=%t, abort=%t)", t.Node, spec.TargetVersion, b.DriverVersion, t.Cordon, spec.Abort)
 					}
-					c.started[t.Node] = true
-					c.cordonedAtStart[t.Node] = b.Unschedulable
+					h.started[t.Node] = true
+					h.cordonedAtStart[t.Node] = b.Unschedulable
 				}
 			}
 			continue
@@ -158,19 +239,19 @@ func (c *Checker) Step(s Step) {
 		}
 		if t.From == v1alpha1.NodePending {
 			starts = append(starts, t)
-			c.started[t.Node] = true
+			h.started[t.Node] = true
 			for i := range s.Before {
 				if s.Before[i].Name == t.Node {
-					c.cordonedAtStart[t.Node] = s.Before[i].Unschedulable
+					h.cordonedAtStart[t.Node] = s.Before[i].Unschedulable
 				}
 			}
 		}
 	}
 	// Only nodes in flight can fail, and nothing starts once the budget is
 	// spent, so the budget is exceeded by at most the nodes in flight.
-	before := see(spec, canary, s.Before)
-	if after.failures > max(before.failures, set.FailureBudget)+before.flying {
-		c.fail(s, "%d failures: more than the budget %d plus the %d nodes in flight", after.failures, set.FailureBudget, before.flying)
+	prior := see(s.Rollout, s.Others, canary, s.Before)
+	if after.failures > max(prior.failures, set.FailureBudget)+prior.flying {
+		c.fail(s, "%d failures: more than the budget %d plus the %d nodes in flight", after.failures, set.FailureBudget, prior.flying)
 	}
 	if !c.oneStep && after.failures > set.FailureBudget+set.Parallel {
 		c.fail(s, "%d failures exceed the budget %d by more than parallelNodes %d", after.failures, set.FailureBudget, set.Parallel)
@@ -209,17 +290,206 @@ func (c *Checker) Step(s Step) {
 	}
 }
 
-// Final checks the end of a run: nothing in flight, every node the rollout
-// started ended Done, rolled back or quarantined, every other node untouched,
-// and no node left cordoned by the rollout.
+// cordonRules checks the cordons against who holds them, when the step
+// says: a rollout uncordons only a node whose cordon it holds itself; a
+// move on a node whose cordon an admin holds records the admin's cordon in
+// the same write; the mark, once there, is never dropped while the admin
+// still holds the cordon.
+func (c *Checker) cordonRules(s Step) {
+	if s.CordonsBefore == nil {
+		return
+	}
+	name := s.Rollout.Name
+	after := map[string]*planner.Node{}
+	for i := range s.After {
+		after[s.After[i].Name] = &s.After[i]
+	}
+	for _, t := range s.Result.Transitions {
+		holder, cordoned := s.CordonsBefore[t.Node]
+		if t.Uncordon && cordoned && holder != name {
+			c.fail(s, "%s uncordoned %s, whose cordon %s holds", name, t.Node, holderName(holder))
+		}
+		if n := after[t.Node]; holder == "admin" && n != nil && n.Unschedulable && !n.AdminCordoned {
+			c.fail(s, "%s moved %s %s → %s while an admin holds its cordon, without recording it", name, t.Node, t.From, t.To)
+		}
+	}
+	for node, holder := range s.CordonsBefore {
+		n := after[node]
+		if holder != "admin" || n == nil {
+			continue
+		}
+		if !n.Unschedulable {
+			c.fail(s, "%s lifted the admin's cordon on %s", name, node)
+		}
+	}
+	for i := range s.Before {
+		b := &s.Before[i]
+		if n := after[b.Name]; b.AdminCordoned && s.CordonsBefore[b.Name] == "admin" && n != nil && !n.AdminCordoned {
+			c.fail(s, "%s dropped the admin-cordon mark of %s", name, b.Name)
+		}
+	}
+}
+
+func phaseOr(p v1alpha1.NodePhase) v1alpha1.NodePhase {
+	if p == "" {
+		return v1alpha1.NodePending
+	}
+	return p
+}
+
+func holderName(h string) string {
+	if h == "admin" {
+		return "an admin"
+	}
+	return "rollout " + h
+}
+
+// ownerRules checks node ownership: a rollout moves only nodes that belong
+// to it or to no live rollout (in the world, at the moment it writes: a
+// racing pass may have read them free), and moves them from the phase they
+// are really in (a node is never started twice), never starts a free node
+// an older rollout selects too, takes every node it moves, and reports
+// every node it leaves to another rollout in its Overlap condition, naming
+// that rollout.
+func (c *Checker) ownerRules(s Step) {
+	name := s.Rollout.Name
+	live := map[string]bool{name: true}
+	for _, o := range s.Others {
+		live[o.Name] = true
+	}
+	before := map[string]*planner.Node{}
+	for i := range s.Before {
+		before[s.Before[i].Name] = &s.Before[i]
+	}
+	after := map[string]*planner.Node{}
+	for i := range s.After {
+		after[s.After[i].Name] = &s.After[i]
+	}
+	truth := before
+	if s.Truth != nil {
+		truth = map[string]*planner.Node{}
+		for i := range s.Truth {
+			truth[s.Truth[i].Name] = &s.Truth[i]
+		}
+	}
+	for _, t := range s.Result.Transitions {
+		tn := truth[t.Node]
+		if tn == nil {
+			continue
+		}
+		owner := tn.Owner
+		switch {
+		case owner != "" && owner != name && live[owner]:
+			c.fail(s, "%s moved %s %s → %s, which belongs to rollout %s", name, t.Node, t.From, t.To, owner)
+		case s.Truth == nil:
+		case owner == name && phaseOr(tn.Phase) != t.From:
+			// Two passes acted on one reading: the node was started (or
+			// moved) twice.
+			c.fail(s, "%s moved %s %s → %s but it was %s already", name, t.Node, t.From, t.To, phaseOr(tn.Phase))
+		case owner != name && t.From != v1alpha1.NodePending:
+			c.fail(s, "%s moved %s %s → %s but the node was not its own", name, t.Node, t.From, t.To)
+		}
+		if b := before[t.Node]; b != nil && t.From == v1alpha1.NodePending {
+			if other := leftTo(s.Rollout, s.Others, b); other != "" && other != owner {
+				c.fail(s, "%s started %s, which the older rollout %s selects too", name, t.Node, other)
+			}
+		}
+		if n := after[t.Node]; n != nil && n.Owner != name {
+			c.fail(s, "%s moved %s but the node names %q as its owner", name, t.Node, n.Owner)
+		}
+	}
+	if s.Result.Status.Conditions == nil || s.Refused > 0 {
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&s.Rollout.Spec.NodeSelector)
+	if err != nil {
+		return
+	}
+	want := map[string]bool{}
+	for i := range s.After {
+		n := &s.After[i]
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		if other := leftTo(s.Rollout, s.Others, n); other != "" {
+			want[other] = true
+		}
+	}
+	var cond *metav1.Condition
+	for i := range s.Result.Status.Conditions {
+		if s.Result.Status.Conditions[i].Type == v1alpha1.ConditionOverlap {
+			cond = &s.Result.Status.Conditions[i]
+		}
+	}
+	switch {
+	case len(want) == 0 && cond != nil && cond.Status == metav1.ConditionTrue:
+		c.fail(s, "%s reports an overlap but leaves no node to another rollout: %s", name, cond.Message)
+	case len(want) > 0 && (cond == nil || cond.Status != metav1.ConditionTrue):
+		c.fail(s, "%s leaves nodes to %v but reports no Overlap", name, keys(want))
+	case len(want) > 0:
+		for other := range want {
+			if m := cond.Message; !strings.Contains(m, "DriverRollout "+other+" ") && !strings.Contains(m, "DriverRollout "+other+",") {
+				c.fail(s, "%s's Overlap condition does not name %s: %s", name, other, cond.Message)
+			}
+		}
+	}
+}
+
+// release checks what deleting a rollout leaves: its nodes belong to
+// nobody, no cordon is lifted, and the admin-cordon mark stays while an
+// admin holds the cordon.
+func (c *Checker) release(s Step) {
+	after, before := map[string]*planner.Node{}, map[string]*planner.Node{}
+	for i := range s.After {
+		after[s.After[i].Name] = &s.After[i]
+	}
+	for i := range s.Before {
+		before[s.Before[i].Name] = &s.Before[i]
+	}
+	for _, name := range s.Released {
+		n := after[name]
+		if n == nil {
+			continue
+		}
+		if n.Owner != "" || n.Phase != "" {
+			c.fail(s, "deleting %s left %s owned by %q in phase %q", s.Rollout.Name, name, n.Owner, n.Phase)
+		}
+		if holder, ok := s.CordonsBefore[name]; ok {
+			if !n.Unschedulable {
+				c.fail(s, "deleting %s uncordoned %s, whose cordon %s held", s.Rollout.Name, name, holderName(holder))
+			}
+			if b := before[name]; holder == "admin" && b != nil && b.AdminCordoned && !n.AdminCordoned {
+				c.fail(s, "deleting %s dropped the admin-cordon mark of %s", s.Rollout.Name, name)
+			}
+		}
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Final checks the end of a run for the live rollout ro, over its view of
+// the nodes: nothing in flight, every node the rollout started ended Done,
+// rolled back or quarantined, every other node untouched, and no node left
+// cordoned by the rollout.
 func (c *Checker) Final(ro *v1alpha1.DriverRollout, nodes []planner.Node) {
 	s := Step{Rollout: ro}
+	h := c.run(ro.Name)
 	for i := range nodes {
 		n := &nodes[i]
 		phase := n.Phase
+		if n.Owner != "" && n.Owner != ro.Name {
+			continue
+		}
 		switch {
-		case !c.started[n.Name]:
-			if c.touched[n.Name] || (phase != "" && phase != v1alpha1.NodePending) {
+		case !h.started[n.Name]:
+			if h.touched[n.Name] || (phase != "" && phase != v1alpha1.NodePending) {
 				c.fail(s, "%s was never started but ended %s", n.Name, phase)
 			}
 		case phase == v1alpha1.NodeDone:
@@ -228,8 +498,15 @@ func (c *Checker) Final(ro *v1alpha1.DriverRollout, nodes []planner.Node) {
 			}
 			fallthrough
 		case phase == v1alpha1.NodeRolledBack:
-			if n.Unschedulable != c.cordonedAtStart[n.Name] {
-				c.fail(s, "%s ended %s with unschedulable=%t but was cordoned=%t when the rollout started it", n.Name, phase, n.Unschedulable, c.cordonedAtStart[n.Name])
+			switch {
+			case c.cordons != nil:
+				// Who holds the cordon is known: only the rollout's own
+				// is wrong here (an admin may cordon a Done node).
+				if c.cordons[n.Name] == ro.Name {
+					c.fail(s, "%s ended %s still cordoned by the rollout", n.Name, phase)
+				}
+			case n.Unschedulable != h.cordonedAtStart[n.Name]:
+				c.fail(s, "%s ended %s with unschedulable=%t but was cordoned=%t when the rollout started it", n.Name, phase, n.Unschedulable, h.cordonedAtStart[n.Name])
 			}
 			if phase == v1alpha1.NodeRolledBack && n.DriverVersion != ro.Spec.PreviousVersion {
 				c.fail(s, "%s rolled back but reports %q", n.Name, n.DriverVersion)

@@ -123,7 +123,9 @@ func randomConfig(seed uint64) Config {
 			script = append(script, Event{At: at(), Do: func(w *World) { w.SetReady(nd.Name, true) }})
 		}
 	}
-	return Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
+	cfg := Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
+	addRivals(seed, &cfg)
+	return cfg
 }
 
 // runChecked runs cfg under the checker and returns what it found.
@@ -133,22 +135,31 @@ func runChecked(t *testing.T, cfg Config) []string {
 	cfg.Observe = check.Step
 	res, err := Run(cfg)
 	if err != nil {
-		return []string{err.Error()}
+		// What broke on the way says more than the non-convergence.
+		return append(check.Violations(), err.Error())
 	}
 	if res.HitHorizon {
-		return []string{"did not converge within the horizon"}
+		return append(check.Violations(), "did not converge within the horizon")
 	}
-	check.Final(cfg.Rollout, res.Nodes)
+	finalAll(check, res)
 	return check.Violations()
 }
 
 func TestInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	phases := map[v1alpha1.RolloutPhase]int{}
+	var cov coverage
+	racing, rivals := 0, 0
 	for seed := range uint64(n) {
 		cfg := randomConfig(seed)
 		check := NewChecker()
-		cfg.Observe = check.Step
+		cfg.Observe = tee(check.Step, cov.observe)
+		if cfg.Racing {
+			racing++
+		}
+		if len(cfg.Script) > 0 {
+			rivals++
+		}
 		res, err := Run(cfg)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -156,20 +167,26 @@ func TestInvariantsRandomized(t *testing.T) {
 		if res.HitHorizon {
 			t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
 		}
-		check.Final(cfg.Rollout, res.Nodes)
+		finalAll(check, res)
 		if v := check.Violations(); len(v) > 0 {
 			t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
 		}
 		phases[res.Phase]++
 	}
-	// The random configurations must reach every way a rollout ends, or
-	// the invariants were only checked on easy runs.
-	for _, p := range []v1alpha1.RolloutPhase{v1alpha1.PhaseCompleted, v1alpha1.PhaseStalled, v1alpha1.PhaseAborted, v1alpha1.PhaseWaitingForApproval} {
+	// The random configurations must reach every way a rollout ends, and
+	// what issue 16 found (overlapping rollouts, racing passes, deleted
+	// rollouts, cordoned nodes settled Done), or the invariants were only
+	// checked on easy runs.
+	for _, p := range []v1alpha1.RolloutPhase{v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithFailures, v1alpha1.PhaseStalled, v1alpha1.PhaseAborted, v1alpha1.PhaseWaitingForApproval} {
 		if phases[p] == 0 && n >= 200 {
 			t.Errorf("no run ended %s: %v", p, phases)
 		}
 	}
-	t.Logf("%d runs: %v", n, phases)
+	if n >= 200 && (cov.overlaps == 0 || cov.refused == 0 || cov.released == 0 || cov.settledCordoned == 0) {
+		t.Errorf("the runs reached too little: %+v", cov)
+	}
+	t.Logf("%d runs (%d racing): %v; steps reporting an overlap %d, writes refused on a precondition %d, nodes released by a deletion %d, cordoned nodes settled Done %d",
+		n, racing, phases, cov.overlaps, cov.refused, cov.released, cov.settledCordoned)
 }
 
 // TestInvariantsCatchBrokenPlanners proves the checks can fail: each broken
@@ -261,6 +278,21 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 			cfg.Plan = tt.plan
 			if v := runChecked(t, cfg); len(v) == 0 {
 				t.Errorf("a planner that %s passed every invariant", tt.name)
+			} else {
+				t.Logf("caught: %s", v[0])
+			}
+		})
+	}
+	for _, tt := range rivalBreaks() {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg()
+			if v := runChecked(t, cfg); len(v) > 0 {
+				t.Fatalf("the real planner breaks the invariants on this case: %v", v)
+			}
+			cfg = tt.cfg()
+			tt.brk(&cfg)
+			if v := runChecked(t, cfg); len(v) == 0 {
+				t.Errorf("a world that %s passed every invariant", tt.name)
 			} else {
 				t.Logf("caught: %s", v[0])
 			}

@@ -99,7 +99,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			script: []Event{{At: 70 * time.Minute, Do: func(w *World) {
 				w.Signal("gpu-01", "event", "XidError", "Xid 48: double bit ECC error")
 			}}},
-			want: v1alpha1.PhaseCompleted,
+			want: v1alpha1.PhaseCompletedWithFailures,
 		},
 		{
 			name:    "rollback-fails-quarantine",

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
@@ -49,15 +51,49 @@ type Config struct {
 	// It cuts the planning passes of large fleets several-fold. Zero plans
 	// at every event's exact time.
 	Tick time.Duration
+	// Racing plays two controllers that both believe they lead (a leader
+	// election hand-over, or two passes on a lagging cache): every live
+	// rollout is planned twice per round, all from the same moment's view,
+	// and the passes write one after the other. Each write carries the
+	// version of the node its pass read, and a node that changed since
+	// refuses it, which ends that pass, as a conflict ends the
+	// controller's. Without it each rollout plans once per round, in turn,
+	// seeing the writes of the ones before. (More rollouts come from
+	// World.Create in the Script.)
+	Racing bool
+	// Unlocked drops that precondition, as a controller patching nodes
+	// without their resourceVersion would: only for the tests proving the
+	// checker catches two rollouts taking the same node.
+	Unlocked bool
 }
 
-// Step is one planning pass, for Observe.
+// Step is one planning pass of one rollout, for Observe; or, with
+// Released set, the release of a deleted rollout's nodes.
 type Step struct {
 	At      time.Time
 	Rollout *v1alpha1.DriverRollout
-	Before  []planner.Node
-	After   []planner.Node
-	Result  planner.Result
+	// Before is the view the pass planned from; After the same rollout's
+	// view once its writes were made.
+	Before []planner.Node
+	After  []planner.Node
+	// Result is what the pass decided, its transitions cut to those the
+	// world accepted.
+	Result planner.Result
+	// Others are the other live rollouts, as the pass saw them.
+	Others []planner.Peer
+	// Truth are the nodes in the world just before the pass wrote, which
+	// a racing pass may not have read; nil when unknown.
+	Truth []planner.Node
+	// CordonsBefore and CordonsAfter say who held each cordoned node's
+	// cordon ("admin", or the rollout that cordoned it) before and after
+	// the pass; nil when unknown (a single step from a made-up snapshot).
+	CordonsBefore, CordonsAfter map[string]string
+	// Refused counts the planned writes the world refused: the node had
+	// changed since the pass read it.
+	Refused int
+	// Released are the nodes released because Rollout was deleted; such a
+	// step has no Result.
+	Released []string
 }
 
 // Event is a scripted change of the world at Start+At.
@@ -90,7 +126,18 @@ type Result struct {
 	// Phases are the rollout's phases over time, always kept (they change
 	// rarely): where windows, approvals and pauses held it.
 	Phases []PhaseSpan
+	// Rollouts are the rollouts still alive at the end, the first one
+	// first when it is, with their last status.
+	Rollouts []*v1alpha1.DriverRollout
+	// Refused counts the writes refused because a node changed after the
+	// pass that planned them read it.
+	Refused int
+	world   *World
 }
+
+// ViewOf returns the nodes at the end as the controller of the live
+// rollout called name would observe them.
+func (r *Result) ViewOf(name string) []planner.Node { return r.world.viewFor(name) }
 
 // PhaseSpan is the rollout in one phase from From to To.
 type PhaseSpan struct {
@@ -171,7 +218,7 @@ func Run(cfg Config) (*Result, error) {
 		return false
 	}
 
-	res := &Result{Start: cfg.Start, End: cfg.Start, Work: map[string]time.Duration{}}
+	res := &Result{Start: cfg.Start, End: cfg.Start, Work: map[string]time.Duration{}, world: w}
 	tl := newTimeline(cfg.Record, w.nodes, cfg.Start)
 	lastPhase, lastMsg := v1alpha1.RolloutPhase(""), ""
 	maxSteps := 200*len(w.nodes) + 10000
@@ -179,49 +226,115 @@ func Run(cfg Config) (*Result, error) {
 		for len(w.queue) > 0 && !w.queue[0].at.After(w.now) {
 			heap.Pop(&w.queue).(event).fn()
 		}
-		var before []planner.Node
-		if cfg.Observe != nil {
-			before = slices.Clone(w.nodes)
-		}
-		r := plan(planner.Snapshot{Rollout: w.rollout, Nodes: w.nodes}, w.now)
-		for _, t := range r.Transitions {
-			if cfg.Record {
-				w.lines = append(w.lines, Line{At: w.now, Who: t.Node, Text: string(t.From) + " → " + string(t.To) + ": " + t.Reason})
+		// Every live rollout plans once: in turn, or all from the same
+		// moment when racing.
+		var live []*simRollout
+		for _, r := range w.rollouts {
+			if !r.gone {
+				live = append(live, r)
 			}
-			w.actuate(t)
-			tl.move(t, w.now)
 		}
-		if len(r.Transitions) > 0 {
-			res.End = w.now
+		if cfg.Racing {
+			live = append(live, live...)
 		}
-		w.rollout.Status = r.Status
-		if k := len(res.Phases); k == 0 || res.Phases[k-1].Phase != r.Status.Phase {
-			if k > 0 {
-				res.Phases[k-1].To = w.now
+		type read struct {
+			view     []planner.Node
+			versions []int
+			others   []planner.Peer
+		}
+		reads := make([]read, len(live))
+		readAll := func(k int) {
+			name := live[k].ro.Name
+			reads[k] = read{view: w.viewFor(name), versions: slices.Clone(w.version), others: w.peersOf(name)}
+		}
+		if cfg.Racing {
+			for k := range live {
+				readAll(k)
 			}
-			res.Phases = append(res.Phases, PhaseSpan{Phase: r.Status.Phase, From: w.now})
 		}
-		if msg := readyMessage(r.Status); r.Status.Phase != lastPhase || (r.Status.Phase != v1alpha1.PhaseProgressing && msg != lastMsg) {
-			w.note("rollout", "%s: %s", r.Status.Phase, msg)
-			lastPhase, lastMsg = r.Status.Phase, msg
+		next := time.Time{}
+		resting := true
+		var first *planner.Result
+		for k, ro := range live {
+			if !cfg.Racing {
+				readAll(k)
+			}
+			rd := reads[k]
+			var before []planner.Node
+			if cfg.Observe != nil {
+				before = slices.Clone(rd.view)
+			}
+			truth, cordons := slices.Clone(w.nodes), w.cordons()
+			r := plan(planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others}, w.now)
+			applied, refused := r.Transitions[:0:0], 0
+			for _, t := range r.Transitions {
+				i := w.index[t.Node]
+				if !cfg.Unlocked && w.version[i] != rd.versions[i] {
+					// A conflict ends the pass; the next one re-plans.
+					refused = len(r.Transitions) - len(applied)
+					break
+				}
+				if cfg.Record {
+					who := t.Node
+					if len(w.rollouts) > 1 {
+						who = ro.ro.Name + "/" + t.Node
+					}
+					w.lines = append(w.lines, Line{At: w.now, Who: who, Text: string(t.From) + " → " + string(t.To) + ": " + t.Reason})
+				}
+				w.actuate(ro, t)
+				tl.move(t, w.now)
+				applied = append(applied, t)
+			}
+			r.Transitions = applied
+			res.Refused += refused
+			if len(applied) > 0 {
+				res.End = w.now
+			}
+			if refused == 0 {
+				// A pass that stopped at a conflict writes no status.
+				ro.ro.Status = r.Status
+			}
+			if cfg.Observe != nil {
+				cfg.Observe(Step{At: w.now, Rollout: ro.ro.DeepCopy(), Before: before, After: w.viewFor(ro.ro.Name), Result: r,
+					Others: rd.others, Truth: truth, CordonsBefore: cordons, CordonsAfter: w.cordons(), Refused: refused})
+			}
+			if refused > 0 {
+				// Retry at once, from a fresh read.
+				next = w.now
+			}
+			switch ro.ro.Status.Phase {
+			case v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithFailures, v1alpha1.PhaseAborted,
+				v1alpha1.PhaseStalled, v1alpha1.PhaseWaitingForApproval, v1alpha1.PhasePaused:
+				// Finished, or waiting for a person: only a scripted
+				// event can move it.
+			default:
+				resting = false
+			}
+			if !r.NextCheck.IsZero() && (next.IsZero() || r.NextCheck.Before(next)) {
+				next = r.NextCheck
+			}
+			if ro == w.rollouts[0] && first == nil {
+				first = &r
+			}
 		}
-		if cfg.Observe != nil {
-			cfg.Observe(Step{At: w.now, Rollout: w.rollout.DeepCopy(), Before: before, After: slices.Clone(w.nodes), Result: r})
+		if first != nil {
+			st := w.rollout.Status
+			if k := len(res.Phases); k == 0 || res.Phases[k-1].Phase != st.Phase {
+				if k > 0 {
+					res.Phases[k-1].To = w.now
+				}
+				res.Phases = append(res.Phases, PhaseSpan{Phase: st.Phase, From: w.now})
+			}
+			if msg := readyMessage(st); st.Phase != lastPhase || (st.Phase != v1alpha1.PhaseProgressing && msg != lastMsg) {
+				w.note("rollout", "%s: %s", st.Phase, msg)
+				lastPhase, lastMsg = st.Phase, msg
+			}
 		}
 
 		busy := inFlight(w.nodes)
-		switch r.Status.Phase {
-		case v1alpha1.PhaseCompleted, v1alpha1.PhaseAborted:
-			if busy == 0 && !scripted() {
-				return finish(res, w, tl), nil
-			}
-		case v1alpha1.PhaseStalled, v1alpha1.PhaseWaitingForApproval, v1alpha1.PhasePaused:
-			// Waiting for a person: only a scripted event can help.
-			if busy == 0 && !scripted() {
-				return finish(res, w, tl), nil
-			}
+		if resting && busy == 0 && !scripted() {
+			return finish(res, w, tl), nil
 		}
-		next := r.NextCheck
 		if len(w.queue) > 0 && (next.IsZero() || w.queue[0].at.Before(next)) {
 			next = w.queue[0].at
 		}
@@ -229,7 +342,7 @@ func Run(cfg Config) (*Result, error) {
 		// show it when it happens, not at the next event after it.
 		// Only while something else is still to come: a rollout that waits
 		// for nothing that can happen is over, window edges or not.
-		if r.Status.Nodes.Pending > 0 && !next.IsZero() {
+		if first != nil && w.rollout.Status.Nodes.Pending > 0 && !next.IsZero() {
 			if c := cal.NextClose(w.now); !c.IsZero() && (next.IsZero() || c.Before(next)) {
 				next = c
 			}
@@ -254,25 +367,36 @@ func Run(cfg Config) (*Result, error) {
 }
 
 func newWorld(cfg Config) *World {
+	first := cfg.Rollout.DeepCopy()
+	if first.CreationTimestamp.IsZero() {
+		first.CreationTimestamp = metav1.NewTime(cfg.Start)
+	}
 	w := &World{
-		rollout: cfg.Rollout.DeepCopy(),
-		nodes:   slices.Clone(cfg.Nodes),
-		now:     cfg.Start,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
-		prof:    cfg.Profile,
-		rec:     cfg.Record,
+		rollouts: []*simRollout{{ro: first, soak: planner.SettingsFor(&first.Spec, len(cfg.Nodes)).Soak}},
+		rollout:  first,
+		nodes:    slices.Clone(cfg.Nodes),
+		now:      cfg.Start,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		prof:     cfg.Profile,
+		rec:      cfg.Record,
+		observe:  cfg.Observe,
 	}
 	slices.SortFunc(w.nodes, func(a, b planner.Node) int { return strings.Compare(a.Name, b.Name) })
 	w.index = make(map[string]int, len(w.nodes))
 	w.fates = make([]fate, len(w.nodes))
 	w.gen = make([]int, len(w.nodes))
-	w.adminHeld = make([]bool, len(w.nodes))
-	w.soak = planner.SettingsFor(&w.rollout.Spec, len(w.nodes)).Soak
+	w.version = make([]int, len(w.nodes))
+	w.holder = make([]string, len(w.nodes))
 	p := cfg.Profile
 	for i := range w.nodes {
 		w.index[w.nodes[i].Name] = i
-		if w.nodes[i].Unschedulable {
-			w.adminHeld[i] = true
+		if n := &w.nodes[i]; n.Unschedulable {
+			// A node that starts cordoned: an admin's, unless it starts
+			// in a phase where its rollout holds the cordon.
+			w.holder[i] = "admin"
+			if n.Owner != "" && planner.HoldsCordon(n.Phase) && !n.AdminCordoned {
+				w.holder[i] = n.Owner
+			}
 		}
 		// Draw every number of a node in a fixed order, so a node's fate
 		// does not depend on what happened to the others.
@@ -347,9 +471,14 @@ func finish(res *Result, w *World, tl *timeline) *Result {
 	res.Phase = w.rollout.Status.Phase
 	res.Status = w.rollout.Status
 	res.Nodes = w.nodes
+	for _, r := range w.rollouts {
+		if !r.gone {
+			res.Rollouts = append(res.Rollouts, r.ro)
+		}
+	}
 	res.Transcript = w.lines
 	res.Timeline = tl.close(res.End)
-	soak := w.soak
+	soak := w.rollouts[0].soak
 	for i, n := range w.nodes {
 		f := w.fates[i]
 		res.Work[n.Name] = f.drain + f.install + f.report + soak

@@ -4,7 +4,10 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
@@ -21,33 +24,79 @@ type fate struct {
 	xidAt float64
 }
 
-// World is the simulated cluster: nodes as the controller would observe
-// them, plus what the simulator alone knows (each node's fate, who cordoned
-// it). Scripted events change it through its methods.
+// World is the simulated cluster: nodes as the API server holds them, plus
+// what the simulator alone knows (each node's fate, who holds its cordon).
+// It may hold several DriverRollouts at once (see Create and Delete), which
+// all plan from it, as one controller does for every rollout of a cluster.
+// Scripted events change it through its methods.
 type World struct {
-	rollout *v1alpha1.DriverRollout
-	nodes   []planner.Node // the planner's view, in name order
-	index   map[string]int
-	fates   []fate
+	// rollouts are every rollout ever created, in creation order; the
+	// first is Config.Rollout, the one a Result describes.
+	rollouts []*simRollout
+	rollout  *v1alpha1.DriverRollout // rollouts[0].ro
+	// nodes are the truth: each node's owner and the progress its owner
+	// recorded on it, in name order. A rollout plans from its view of
+	// them (viewFor).
+	nodes []planner.Node
+	index map[string]int
+	fates []fate
 	// gen counts a node's driver changes, so that the effects of an
 	// install overtaken by a rollback or an abort are dropped.
 	gen []int
-	// adminHeld: an admin holds a cordon on the node (the simulator knows
-	// who cordoned; the planner only sees Unschedulable).
-	adminHeld []bool
+	// version is each node's resourceVersion: it changes on every write to
+	// the node, and a rollout's write carries the version its pass read
+	// as a precondition.
+	version []int
+	// holder says who holds each node's cordon: "admin", the name of the
+	// rollout that cordoned it, or "" when it is schedulable. The planner
+	// only sees Unschedulable and the marks; the checker judges with this.
+	holder []string
 
 	now   time.Time
 	queue eventQueue
 	seq   int
 	rng   *rand.Rand
 	prof  Profile
-	soak  time.Duration
 	lines []Line
 	rec   bool
+	// observe is Config.Observe.
+	observe func(Step)
 }
 
-// Rollout returns the rollout, for scripted events that edit its spec.
+// simRollout is one rollout of the world.
+type simRollout struct {
+	ro *v1alpha1.DriverRollout
+	// gone: deleted. Deleted with its finalizer, its nodes were released;
+	// deleted by force (the finalizer removed by hand), they still name it.
+	gone bool
+	soak time.Duration
+}
+
+// Rollout returns the first rollout, for scripted events that edit its spec.
 func (w *World) Rollout() *v1alpha1.DriverRollout { return w.rollout }
+
+// RolloutNamed returns the live rollout called name, or nil.
+func (w *World) RolloutNamed(name string) *v1alpha1.DriverRollout {
+	if r := w.find(name); r != nil && !r.gone {
+		return r.ro
+	}
+	return nil
+}
+
+func (w *World) find(name string) *simRollout {
+	for _, r := range w.rollouts {
+		if r.ro.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// live reports whether a rollout called name exists.
+func (w *World) live(name string) bool {
+	r := w.find(name)
+	return r != nil && !r.gone
+}
 
 // Now is the simulated time.
 func (w *World) Now() time.Time { return w.now }
@@ -61,28 +110,125 @@ func (w *World) Node(name string) *planner.Node {
 	return &w.nodes[i]
 }
 
-// AdminCordon cordons a node as an admin would. A node the rollout is
-// working on is left alone: the rollout holds its cordon already.
+// Create adds a rollout to the world now, as kubectl apply or Flux would. A
+// name already used is ignored.
+func (w *World) Create(ro *v1alpha1.DriverRollout) {
+	if w.find(ro.Name) != nil {
+		return
+	}
+	ro = ro.DeepCopy()
+	ro.CreationTimestamp = metav1.NewTime(w.now)
+	w.rollouts = append(w.rollouts, &simRollout{ro: ro, soak: planner.SettingsFor(&ro.Spec, 0).Soak})
+	w.note("world", "rollout %s created", ro.Name)
+}
+
+// Delete deletes a rollout the way the API server and the controller's
+// finalizer do: every node that belongs to it is released (planner.Release),
+// then it is gone. Observe, when set, sees the release as a step.
+func (w *World) Delete(name string) {
+	r := w.find(name)
+	if r == nil || r.gone {
+		return
+	}
+	released := []string{}
+	before, nodes := w.cordons(), slices.Clone(w.nodes)
+	for i := range w.nodes {
+		if n := &w.nodes[i]; n.Owner == name {
+			planner.Release(n)
+			w.version[i]++
+			released = append(released, n.Name)
+		}
+	}
+	r.gone = true
+	w.note("world", "rollout %s deleted: %d nodes released", name, len(released))
+	if w.observe != nil {
+		w.observe(Step{At: w.now, Rollout: r.ro.DeepCopy(), Released: released, CordonsBefore: before, CordonsAfter: w.cordons(), Before: nodes, After: slices.Clone(w.nodes)})
+	}
+}
+
+// ForceDelete deletes a rollout whose finalizer someone removed by hand:
+// its nodes still name it, and the other rollouts, finding it gone, may
+// take them.
+func (w *World) ForceDelete(name string) {
+	r := w.find(name)
+	if r == nil || r.gone {
+		return
+	}
+	r.gone = true
+	w.note("world", "rollout %s deleted without its finalizer", name)
+}
+
+// cordons returns who holds each cordoned node's cordon.
+func (w *World) cordons() map[string]string {
+	out := map[string]string{}
+	for i := range w.nodes {
+		if w.nodes[i].Unschedulable {
+			out[w.nodes[i].Name] = w.holder[i]
+		}
+	}
+	return out
+}
+
+// viewFor is the nodes as rollout r's controller observes them: the owner
+// as the label says, unless that rollout is gone (the controller checks
+// with the API server and releases such a node before planning); progress
+// only on the nodes that belong to r.
+func (w *World) viewFor(r string) []planner.Node {
+	view := slices.Clone(w.nodes)
+	for i := range view {
+		n := &view[i]
+		if n.Owner != "" && n.Owner != r && !w.live(n.Owner) {
+			n.Owner = ""
+		}
+		if n.Owner != r {
+			n.Phase, n.Since, n.Failed = "", time.Time{}, false
+		}
+	}
+	return view
+}
+
+// peersOf are the live rollouts other than r, for r's snapshot.
+func (w *World) peersOf(r string) []planner.Peer {
+	var out []planner.Peer
+	for _, o := range w.rollouts {
+		if o.gone || o.ro.Name == r {
+			continue
+		}
+		out = append(out, planner.Peer{Name: o.ro.Name, Created: o.ro.CreationTimestamp.Time, NodeSelector: o.ro.Spec.NodeSelector})
+	}
+	return out
+}
+
+// busy reports whether the owner of node i works on it now (holds its own
+// cordon on it), so that an admin leaves it alone.
+func (w *World) busy(i int) bool {
+	n := &w.nodes[i]
+	return n.Owner != "" && w.live(n.Owner) && planner.HoldsCordon(n.Phase)
+}
+
+// AdminCordon cordons a node as an admin would. A node a rollout is working
+// on is left alone: the rollout holds its cordon already.
 func (w *World) AdminCordon(name string) bool {
-	n := w.Node(name)
-	if n == nil || n.Phase != "" && n.Phase != v1alpha1.NodePending || n.Unschedulable {
+	i, ok := w.index[name]
+	if !ok || w.busy(i) || w.nodes[i].Unschedulable {
 		return false
 	}
-	n.Unschedulable = true
-	w.adminHeld[w.index[name]] = true
+	w.nodes[i].Unschedulable = true
+	w.holder[i] = "admin"
+	w.version[i]++
 	w.note("world", "%s cordoned by an admin", name)
 	return true
 }
 
-// AdminUncordon lifts an admin's cordon from a node the rollout has not
-// touched.
+// AdminUncordon lifts an admin's cordon from a node no rollout is working on.
 func (w *World) AdminUncordon(name string) bool {
 	i, ok := w.index[name]
-	if !ok || !w.adminHeld[i] || w.nodes[i].Phase != "" && w.nodes[i].Phase != v1alpha1.NodePending {
+	if !ok || w.holder[i] != "admin" || w.busy(i) {
 		return false
 	}
 	w.nodes[i].Unschedulable = false
-	w.adminHeld[i] = false
+	w.holder[i] = ""
+	w.version[i]++
 	w.note("world", "%s uncordoned by an admin", name)
 	return true
 }
@@ -94,6 +240,7 @@ func (w *World) SetReady(name string, ready bool) {
 		return
 	}
 	n.Ready = ready
+	w.version[w.index[name]]++
 	if ready {
 		w.note("world", "%s is Ready again", name)
 	} else {
@@ -127,6 +274,7 @@ func (w *World) SetLabel(name, key, value string) {
 		labels[key] = value
 	}
 	n.Labels = labels
+	w.version[w.index[name]]++
 	w.note("world", "%s labelled %s=%q", name, key, value)
 }
 
@@ -142,12 +290,20 @@ func (w *World) after(d time.Duration, fn func()) {
 	heap.Push(&w.queue, event{at: w.now.Add(d), seq: w.seq, fn: fn})
 }
 
-// actuate performs a transition the way the controller and the node agent
-// would, and schedules its consequences.
-func (w *World) actuate(t planner.Transition) {
+// actuate performs a transition of rollout r the way the controller and
+// the node agent would, and schedules its consequences.
+func (w *World) actuate(r *simRollout, t planner.Transition) {
 	i := w.index[t.Node]
 	n := &w.nodes[i]
-	t.ApplyTo(n, w.now)
+	wasCordoned := n.Unschedulable
+	t.ApplyTo(n, r.ro.Name, w.now)
+	w.version[i]++
+	switch {
+	case t.Cordon && !wasCordoned:
+		w.holder[i] = r.ro.Name
+	case t.Uncordon && wasCordoned:
+		w.holder[i] = ""
+	}
 	f := w.fates[i]
 	switch {
 	case t.To == v1alpha1.NodeDraining:
@@ -160,7 +316,7 @@ func (w *World) actuate(t planner.Transition) {
 		})
 	case t.To == v1alpha1.NodeSoaking && f.xidAt >= 0:
 		g := w.gen[i]
-		w.after(time.Duration(f.xidAt*float64(w.soak)), func() {
+		w.after(time.Duration(f.xidAt*float64(r.soak)), func() {
 			if w.gen[i] == g && w.nodes[i].Phase == v1alpha1.NodeSoaking {
 				w.Signal(t.Node, "event", "XidError", "Xid 79: GPU has fallen off the bus")
 			}
@@ -169,7 +325,7 @@ func (w *World) actuate(t planner.Transition) {
 	// A node already running the version asked for (a drain that timed out:
 	// the label never changed) needs no reinstall.
 	if t.Driver != "" && (t.Driver != n.DriverVersion || !n.DriverReady) {
-		w.flipDriver(i, t.Driver)
+		w.flipDriver(i, t.Driver, t.Driver == r.ro.Spec.PreviousVersion)
 	}
 	if t.Quarantine {
 		w.SetLabel(t.Node, "gpufleet.io/quarantined", "true")
@@ -178,13 +334,12 @@ func (w *World) actuate(t planner.Transition) {
 
 // flipDriver models the driver label changing: the old driver pod leaves,
 // the new one installs, and GPU Feature Discovery reports its version.
-func (w *World) flipDriver(i int, version string) {
+func (w *World) flipDriver(i int, version string, rollback bool) {
 	w.gen[i]++
 	g := w.gen[i]
 	n := &w.nodes[i]
 	n.DriverReady, n.DriverFailed, n.DriverVersion = false, false, ""
 	f := w.fates[i]
-	rollback := version == w.rollout.Spec.PreviousVersion
 	install, fails := f.install, f.installFails
 	if rollback {
 		install, fails = f.rollback, f.rollbackFails
@@ -205,6 +360,7 @@ func (w *World) flipDriver(i int, version string) {
 		w.after(f.report, func() {
 			if w.gen[i] == g {
 				w.nodes[i].DriverVersion = reported
+				w.version[i]++
 			}
 		})
 	})

@@ -150,6 +150,10 @@ func (b *NodeBuilder) AdminCordoned() *NodeBuilder {
 	return b
 }
 
+// Uncordoned makes the node schedulable, keeping any admin-cordon mark: a
+// mark whose cordon someone has lifted since.
+func (b *NodeBuilder) Uncordoned() *NodeBuilder { b.n.Unschedulable = false; return b }
+
 // NotReady marks the node NotReady.
 func (b *NodeBuilder) NotReady() *NodeBuilder { b.n.Ready = false; return b }
 
@@ -161,6 +165,11 @@ func (b *NodeBuilder) In(p v1alpha1.NodePhase, since time.Time) *NodeBuilder {
 	}
 	return b
 }
+
+// Owner says which rollout the node belongs to (label gpufleet.io/rollout).
+// A node of another rollout carries no progress of the planned one: In,
+// Failed and the like describe the planned rollout's own nodes only.
+func (b *NodeBuilder) Owner(rollout string) *NodeBuilder { b.n.Owner = rollout; return b }
 
 // Failed marks the node as failed.
 func (b *NodeBuilder) Failed() *NodeBuilder { b.n.Failed = true; return b }

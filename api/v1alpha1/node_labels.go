@@ -1,0 +1,38 @@
+package v1alpha1
+
+// The labels and annotations the lifecycle controller keeps on a Node: a
+// rollout's memory, read back by a restarted controller, by every other
+// rollout, by `gpufleet gate` and by the admission policy in
+// config/admission. They are one contract, kept here.
+const (
+	// LabelRollout names the DriverRollout the node belongs to. A node
+	// belongs to at most one rollout at a time: a rollout takes a node
+	// that belongs to none with its first write to it, made with the
+	// node's resourceVersion as a precondition, so two rollouts (or two
+	// controllers) that both saw it free cannot both take it; the second
+	// write is refused with a conflict. The label stays while the node is
+	// Done or rolled back, because an abort of that rollout still moves
+	// the node; it is removed when the rollout is deleted (the
+	// controller's finalizer releases the node). Every other rollout
+	// leaves the node alone and counts it as unavailable.
+	LabelRollout = "gpufleet.io/rollout"
+	// LabelPhase is the node's phase in that rollout (a NodePhase).
+	LabelPhase = "gpufleet.io/rollout-phase"
+	// AnnotationSince is when the node entered its phase (RFC 3339, the
+	// controller's clock).
+	AnnotationSince = "gpufleet.io/rollout-since"
+	// AnnotationFailed marks a node that failed in its rollout; it counts
+	// against that rollout's failure budget.
+	AnnotationFailed = "gpufleet.io/rollout-failed"
+	// AnnotationAdminCordoned records that someone other than gpufleet
+	// holds the node's cordon. It is written the first time any rollout
+	// acts on the node while it is cordoned and the cordon is not that
+	// rollout's own, whatever the move (settled Done, started, rolled
+	// back, quarantined), in the same write as the move. It is a fact
+	// about the node, not about a rollout: another rollout taking the
+	// node keeps it, and releasing the node keeps it while the node stays
+	// cordoned. It goes only when a rollout cordons the node itself (the
+	// node was schedulable, so nobody else held a cordon any more). No
+	// rollout uncordons a node that carries it.
+	AnnotationAdminCordoned = "gpufleet.io/admin-cordoned"
+)
