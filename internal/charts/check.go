@@ -146,7 +146,7 @@ func (c *Checker) checkRelease(ctx context.Context, rel ReleaseSpec, r *Report, 
 		// Operator's NodeFeatureRules).
 		own := append([]versionSet{sets[indexOf(sets, cs.Name)]}, sets...)
 		for _, o := range objs {
-			c.checkObject(ctx, rel.Name, o.Template, o.Object, own, r)
+			c.checkObject(ctx, rel.Name, o.Template, o.Object, own, r, false)
 		}
 	}
 	incomplete := len(sets) < len(rel.Charts)
@@ -157,7 +157,7 @@ func (c *Checker) checkRelease(ctx context.Context, rel ReleaseSpec, r *Report, 
 		if incomplete && !anyHasKind(sets, o.Object.GroupVersionKind().GroupKind()) {
 			continue
 		}
-		c.checkObject(ctx, rel.Name, o.Origin, o.Object, sets, r)
+		c.checkObject(ctx, rel.Name, o.Origin, o.Object, sets, r, true)
 	}
 }
 
@@ -179,7 +179,11 @@ func indexOf(sets []versionSet, chart string) int {
 	return 0
 }
 
-func (c *Checker) checkObject(ctx context.Context, release, origin string, obj *unstructured.Unstructured, sets []versionSet, r *Report) {
+// checkObject checks one object against the set defining its kind. asWritten
+// is for gpufleet's own objects: they must not lean on the schema's defaults
+// (see crdcheck.Set.ValidateAsWritten); a chart's objects are judged as the
+// API server judges them.
+func (c *Checker) checkObject(ctx context.Context, release, origin string, obj *unstructured.Unstructured, sets []versionSet, r *Report, asWritten bool) {
 	gk := obj.GroupVersionKind().GroupKind()
 	if crdcheck.IsBuiltin(gk.Group) {
 		return
@@ -195,7 +199,11 @@ func (c *Checker) checkObject(ctx context.Context, release, origin string, obj *
 			break
 		}
 	}
-	for _, p := range use.set.Validate(ctx, obj) {
+	validate := use.set.Validate
+	if asWritten {
+		validate = use.set.ValidateAsWritten
+	}
+	for _, p := range validate(ctx, obj) {
 		f := Finding{Release: release, Chart: use.chart, Version: use.version, Origin: origin, Problem: p}
 		r.Findings = append(r.Findings, f)
 	}

@@ -60,7 +60,7 @@ metadata: {name: builtin}
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 	wantFail := []Failure{{Release: "missing", Chart: "widget", Version: "3.0.0",
-		Error: "chart not found: widget 3.0.0 in testdata/charts (no folder widget/3.0.0)"}}
+		Error: "chart not found: widget 3.0.0 in testdata/charts (no folder widget/3.0.0, no widget-3.0.0.tgz; accepted layouts: " + FolderLayouts + ")"}}
 	if diff := cmp.Diff(wantFail, r.Failures); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}

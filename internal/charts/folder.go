@@ -20,9 +20,16 @@ import (
 // chart's name, or a <chart>-<version>.tgz archive in it. Packaged charts
 // side by side (<chart>-<version>.tgz, as `helm package` writes them) are
 // found too.
+//
+// Symbolic links are followed at every level: a mirror of several versions
+// is often kept as <chart>/<version> links into a store of unpacked
+// releases, and a link must read like the folder it points to.
 type FolderSource struct {
 	Dir string
 }
+
+// FolderLayouts says, for messages, how a chart folder may be laid out.
+const FolderLayouts = "<chart>/<version>/ (the chart, a folder up to three levels below it whose Chart.yaml names the chart, or a <chart>-<version>.tgz in it) or <chart>-<version>.tgz side by side; symbolic links are followed"
 
 // String names the folder.
 func (s *FolderSource) String() string { return s.Dir }
@@ -52,7 +59,7 @@ func (s *FolderSource) Load(_ context.Context, name, version string) (*chart.Cha
 			return (&ArchiveSource{Path: path}).Load(context.Background(), name, version)
 		}
 	}
-	return nil, fmt.Errorf("%w: %s %s in %s (no folder %s)", ErrNotFound, name, version, s.Dir, filepath.Join(name, version))
+	return nil, fmt.Errorf("%w: %s %s in %s (no folder %s, no %s-%s.tgz; accepted layouts: %s)", ErrNotFound, name, version, s.Dir, filepath.Join(name, version), name, version, FolderLayouts)
 }
 
 // Versions lists the version folders of name.
@@ -63,47 +70,64 @@ func (s *FolderSource) Versions(_ context.Context, name string) ([]string, error
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if isDir(filepath.Join(s.Dir, name), e) {
 			out = append(out, e.Name())
 		}
 	}
 	return out, nil
 }
 
+// isDir reports whether the entry in parent is a folder or a symbolic link
+// to one.
+func isDir(parent string, e fs.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(parent, e.Name()))
+	return err == nil && fi.IsDir()
+}
+
 // findChart returns the chart directory or archive for name under dir,
 // preferring the shallowest match; directories named charts are not entered,
-// since they hold subcharts.
+// since they hold subcharts. Symbolic links to folders are entered like
+// folders; the depth limit also ends any loop of links.
 func findChart(dir, name string) (string, error) {
 	const maxDepth = 3
 	var found []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	var walk func(path string, depth int) error
+	walk = func(path string, depth int) error {
+		if chartName(filepath.Join(path, "Chart.yaml")) == name {
+			found = append(found, path)
+		}
+		entries, err := os.ReadDir(path)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, path)
-		depth := 0
-		if rel != "." {
-			depth = strings.Count(rel, string(filepath.Separator)) + 1
-		}
-		if d.IsDir() {
-			if depth > maxDepth || (d.Name() == "charts" && depth > 0) || (strings.HasPrefix(d.Name(), ".") && depth > 0) {
-				return filepath.SkipDir
+		for _, e := range entries {
+			child := filepath.Join(path, e.Name())
+			if isDir(path, e) {
+				if depth+1 > maxDepth || e.Name() == "charts" || strings.HasPrefix(e.Name(), ".") {
+					continue
+				}
+				if err := walk(child, depth+1); err != nil {
+					return err
+				}
+				continue
 			}
-			if chartName(filepath.Join(path, "Chart.yaml")) == name {
-				found = append(found, path)
+			if depth == 0 && strings.HasPrefix(e.Name(), name+"-") && strings.HasSuffix(e.Name(), ".tgz") {
+				found = append(found, child)
 			}
-			return nil
-		}
-		if depth == 1 && strings.HasPrefix(d.Name(), name+"-") && strings.HasSuffix(d.Name(), ".tgz") {
-			found = append(found, path)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk(dir, 0); err != nil {
 		return "", fmt.Errorf("look for chart %s in %s: %w", name, dir, err)
 	}
 	if len(found) == 0 {
-		return "", fmt.Errorf("%w: no Chart.yaml named %s in %s", ErrNotFound, name, dir)
+		return "", fmt.Errorf("%w: no Chart.yaml named %s in %s (accepted layouts: %s)", ErrNotFound, name, dir, FolderLayouts)
 	}
 	sort.SliceStable(found, func(i, j int) bool {
 		return strings.Count(found[i], string(filepath.Separator)) < strings.Count(found[j], string(filepath.Separator))

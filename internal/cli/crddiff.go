@@ -31,9 +31,11 @@ func newCRDDiffCommand(s Streams) *cobra.Command {
 		Use:   "crd-diff CHART VERSION_A VERSION_B [--charts DIR | --repo URL] [-o table|json]",
 		Short: "List the CRD schema changes between two versions of an operator chart",
 		Long: `crd-diff loads CHART at VERSION_A and VERSION_B and lists, for each CRD kind
-and version it ships, the schema paths added, removed or changed (type, format,
-enum, default, pattern, required) from A to B. "[]" stands for the items of a
-list and "{*}" for the values of a map.
+and version it ships, the schema paths added, removed or changed from A to B:
+type, format, enum, default, pattern, required, bounds (minimum, maximum,
+lengths, item counts), CEL rules (x-kubernetes-validations), pruning and list
+types. "[]" stands for the items of a list, "{*}" for the values of a map and
+"." for the object itself.
 
 Charts come from --charts, --repo, or else the fleet file's [charts]
 repository. Exit codes: 0 listed (changes or not), 2 bad command line, 3 a

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,10 +39,26 @@ func (p *promoteFlags) register(cmd *cobra.Command, gated bool) {
 	}
 }
 
+// validate checks the flags alone, before anything is read: a wrong command
+// line is a usage error (exit 2), not a refused promotion (exit 1).
+func (p *promoteFlags) validate() error {
+	switch {
+	case p.skipGate && strings.TrimSpace(p.reason) == "":
+		return errors.New(`--skip-gate needs --reason "why": the reason goes into the commit message`)
+	case p.reason != "" && !p.skipGate:
+		return errors.New("--reason goes with --skip-gate: it says why the gate was skipped")
+	}
+	return nil
+}
+
 func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation) error {
+	if err := p.validate(); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	res, err := promote.Apply(ctx, promote.Options{
 		FleetFile: p.fleetFile, Mutation: m,
 		Gate:     promote.RealGate(filepath.Dir(p.fleetFile), p.kubeconfig, p.gateTimeout, func(r *gate.Report) { printGate(s.Out, r) }),
+		Canary:   promote.RealCanary(p.kubeconfig, p.gateTimeout),
 		SkipGate: p.skipGate, Reason: p.reason, NoCommit: p.noCommit,
 		Render: fleetRenderOptions(ctx),
 	})
@@ -52,6 +70,9 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 		return withCode(ExitFailed, err)
 	case err != nil:
 		return withCode(ExitUnknown, err)
+	}
+	for _, w := range res.Step.Warnings {
+		fmt.Fprintf(s.Err, "warning: %s\n", w)
 	}
 	verb := "committed"
 	if !res.Committed {
@@ -85,7 +106,10 @@ func newStartCommand(s Streams) *cobra.Command {
 		Short: "Begin rolling a release out at the first wave (one line of fleet.toml, one commit)",
 		Long: `start adds the rollout line to [promotion], re-renders, and commits. The first
 wave's clusters get RELEASE; every other cluster keeps the stable release.
-Refused while another rollout is under way, or for an unknown release.`,
+Refused while another rollout is under way, while an abort is in force
+(until promote ends it), or for an unknown release. A release older than the
+stable one (any of its operators or its driver) is a downgrade: start warns,
+and status never offers it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.apply(cmd.Context(), s, func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, args[0]) })
@@ -106,10 +130,15 @@ wave; when it passes it moves the rollout one step and commits:
   - from a wave's canary cluster to the whole wave (after approval),
   - to the next wave (its canary cluster alone when it pauses after the canary;
     a wave that requires approval and has no canary waits for approval first),
-  - after the last wave, the release becomes the stable one.
+  - after the last wave, the release becomes the stable one: the gate checks
+    every cluster, since the previous driver's NVIDIADrivers go everywhere,
+  - after an abort, the abort ends once the gate sees every cluster it
+    reached back on the stable release.
 
 Refused while paused. --skip-gate --reason "..." exists for emergencies; the
-reason goes into the commit message.`,
+reason goes into the commit message. It is refused for the two steps that
+stop rendering a driver (the release becoming stable, an abort ending):
+only the gate can see that no node still runs it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return p.apply(cmd.Context(), s, promote.Promote)
@@ -128,16 +157,23 @@ func newApproveCommand(s Streams) *cobra.Command {
 who approved. NAME must be exactly the name of something waiting, as promote
 and status print it:
 
-  RELEASE/WAVE      the whole of a wave (after its canary cluster, or to enter it)
-  RELEASE/CLUSTER   the canary node(s) of a cluster's DriverRollout
+  RELEASE/WAVE      entering a wave that requires approval, or the rest of a
+                    wave after its canary cluster; each is used up by the
+                    promote it lets through, so each is given when it waits
+  RELEASE/CLUSTER   the canary node(s) of a cluster's DriverRollout, once
+                    they have soaked: approve reads the cluster (through its
+                    kubeconfig context) and refuses while they do not wait
 
-A wrong or stale name is refused with the list of what waits.`,
+A wave's approval never approves the canary nodes inside its clusters. A
+wrong, stale or early name is refused with the list of what waits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.apply(cmd.Context(), s, func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, args[0]) })
 		},
 	}
 	p.register(cmd, false)
+	cmd.Flags().StringVar(&p.kubeconfig, "kubeconfig", "", "kubeconfig to read a cluster's DriverRollout with (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().DurationVar(&p.gateTimeout, "timeout", 30*time.Second, "time allowed to read the cluster")
 	return cmd
 }
 
@@ -164,11 +200,15 @@ func newStatusCommand(s Streams) *cobra.Command {
 		Short: "Show which release each cluster runs, what the rollout waits for, and the next command",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			f, err := loadFleet(fleetFile)
 			if err != nil {
 				return err
 			}
 			st := promote.StatusOf(f)
+			var unread []string
 			if live {
 				rev, err := gate.HeadRevision(filepath.Dir(fleetFile))
 				if err != nil {
@@ -176,13 +216,22 @@ func newStatusCommand(s Streams) *cobra.Command {
 				}
 				rep := gate.Run(cmd.Context(), gate.Options{Fleet: f, Clusters: f.ClusterNames(), Revision: rev, Kubeconfig: kubeconfig, Timeout: timeout, Now: time.Now})
 				st.AddGate(rep)
+				unread = unreadClusters(rep)
 			}
 			if output == "json" {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				if err := enc.Encode(st); err != nil {
+					return err
+				}
+			} else {
+				printStatus(s.Out, st)
 			}
-			printStatus(s.Out, st)
+			// A cluster whose live state could not be read leaves the
+			// status incomplete: exit 3 (could not find out), after printing.
+			if len(unread) > 0 {
+				return withCode(ExitUnknown, fmt.Errorf("could not read the live state of %s", strings.Join(unread, ", ")))
+			}
 			return nil
 		},
 	}
@@ -194,6 +243,29 @@ func newStatusCommand(s Streams) *cobra.Command {
 	return cmd
 }
 
+// checkOutput refuses an -o the command cannot write, as a usage error.
+func checkOutput(output string) error {
+	if output != "table" && output != "json" {
+		return withCode(ExitUsage, fmt.Errorf("-o must be table or json, got %q", output))
+	}
+	return nil
+}
+
+// unreadClusters lists, sorted, the clusters of rep with a check that could
+// not be made (unreachable, no such context, timeout).
+func unreadClusters(rep *gate.Report) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range rep.Checks {
+		if c.Status == gate.Unknown && !seen[c.Cluster] {
+			seen[c.Cluster] = true
+			out = append(out, c.Cluster)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func printStatus(out io.Writer, st *promote.Status) {
 	fmt.Fprintf(out, "stable: %s\n", st.Stable)
 	if st.Rollout != "" {
@@ -203,13 +275,15 @@ func printStatus(out io.Writer, st *promote.Status) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	header := "WAVE\tCLUSTER\tRELEASE\tSTATE"
 	if st.Live {
-		header += "\tGATE"
+		// ROLLOUT is the cluster's DriverRollout as it stands, so a rollout
+		// that completed with nodes rolled back shows as such.
+		header += "\tROLLOUT\tGATE"
 	}
 	fmt.Fprintln(tw, header)
 	for _, c := range st.Clusters {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s", c.Wave, c.Cluster, c.Release, c.State)
 		if st.Live {
-			line += "\t" + c.Gate
+			line += "\t" + cmp.Or(c.Lifecycle, "-") + "\t" + c.Gate
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -234,6 +308,9 @@ the lines of fleet.toml, and per cluster the rendered objects that change
   gpufleet plan approve r2026-10/prod-h100`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			m, err := mutationFor(args)
 			if err != nil {
 				return withCode(ExitUsage, err)
@@ -258,8 +335,17 @@ the lines of fleet.toml, and per cluster the rendered objects that change
 			for _, l := range p.FleetLines {
 				fmt.Fprintf(s.Out, "  %s\n", l)
 			}
+			for _, w := range p.Warnings {
+				fmt.Fprintf(s.Out, "\nwarning: %s\n", w)
+			}
 			if len(p.Gate) > 0 {
 				fmt.Fprintf(s.Out, "\ngate first: %s\n", strings.Join(p.Gate, ", "))
+			}
+			if p.GateRequired != "" {
+				fmt.Fprintf(s.Out, "--skip-gate refused: %s\n", p.GateRequired)
+			}
+			if p.Canary != "" {
+				fmt.Fprintf(s.Out, "\nchecks first, on the cluster, that the canary node(s) of %s wait for approval\n", p.Canary)
 			}
 			for _, c := range f.ClusterNames() {
 				if changes := p.Clusters[c]; len(changes) > 0 {

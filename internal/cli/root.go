@@ -89,5 +89,22 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	root.AddCommand(newValidateCommand(s))
 	root.AddCommand(newCRDDiffCommand(s))
 	root.AddCommand(newDemoCommand(s))
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes a wrong number or kind of arguments a usage error
+// (exit 2) for every command: cobra returns its argument checks as plain
+// errors whose wording differs by check ("accepts 1 arg(s), received 0",
+// "requires at least 1 arg(s), only received 0"), so matching the text
+// misses some and they exit 1, as if a problem had been found.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			return withCode(ExitUsage, check(cmd, args))
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"path"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -35,12 +34,16 @@ func newValidateCommand(s Streams) *cobra.Command {
 		Short: "Check every release's operator charts and gpufleet's own objects against the CRDs of that exact version",
 		Long: `validate renders, for every release in the fleet file, the GPU Operator and
 Network Operator charts at that release's versions with the values gpufleet
-installs them with, and checks every custom resource they create, and every
-NVIDIADriver or NicClusterPolicy gpufleet renders for clusters on that release,
-against the CRDs shipped in those chart versions, the way the API server would:
-nulls dropped, defaults applied, then types, required fields, enums, patterns,
+installs them with, and checks every custom resource they create against the
+CRDs shipped in those chart versions, the way the API server would: nulls
+dropped, defaults applied, then types, required fields, enums, patterns,
 unknown fields and CEL rules. A field that exists in another version of the
 chart says so. No cluster is needed.
+
+The objects gpufleet renders itself (NVIDIADrivers, operator objects in the
+manifests mode) are checked for every release as if each cluster ran it,
+also a release no cluster runs yet, and as written: without the defaults the
+API server would fill in, as offline checks such as kubeconform see them.
 
 Charts come from --charts (a folder laid out as <chart>/<version>/, or one
 .tgz), --repo (a Helm repository URL or an oci:// reference), or else the
@@ -92,8 +95,8 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 		return withCode(ExitUnknown, err)
 	}
 	// The objects gpufleet writes are rendered as render would write them,
-	// with the same charts in the manifests mode.
-	rendered, err := render.RenderWith(f, chartRenderOptions(ctx, f, src))
+	// with the same charts in the manifests mode, for every release.
+	rendered, err := render.EveryRelease(f, chartRenderOptions(ctx, f, src))
 	if err != nil {
 		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
 	}
@@ -132,26 +135,21 @@ func chartSource(dir, repo, cache, fleetRepo string) (charts.Source, error) {
 
 // releaseSpecs lists what validate checks for each release: its two charts
 // with gpufleet's values, and the NVIDIA and Mellanox objects render writes
-// for the clusters that run it.
-func releaseSpecs(f *fleet.Fleet, out *render.Output) ([]charts.ReleaseSpec, error) {
+// for clusters running it (render.EveryRelease).
+func releaseSpecs(f *fleet.Fleet, files []render.ReleaseFile) ([]charts.ReleaseSpec, error) {
 	byRelease := map[string][]charts.ExtraObject{}
-	for _, p := range out.Paths() {
-		parts := strings.Split(p, "/")
-		if len(parts) < 3 || parts[0] != "clusters" || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
+	for _, rf := range files {
+		if path.Ext(rf.Path) != ".yaml" && path.Ext(rf.Path) != ".yml" {
 			continue
 		}
-		rel := f.ReleaseFor(parts[1])
-		if rel == nil {
-			continue
-		}
-		objs, err := crdcheck.DecodeObjects(out.Files[p])
+		objs, err := crdcheck.DecodeObjects(rf.Data)
 		if err != nil {
-			return nil, fmt.Errorf("read rendered %s: %w", p, err)
+			return nil, fmt.Errorf("read rendered %s: %w", rf.Origin(), err)
 		}
 		for _, o := range objs {
 			switch o.GroupVersionKind().Group {
 			case "nvidia.com", "mellanox.com":
-				byRelease[rel.Name] = append(byRelease[rel.Name], charts.ExtraObject{Origin: p, Object: o})
+				byRelease[rf.Release] = append(byRelease[rf.Release], charts.ExtraObject{Origin: rf.Origin(), Object: o})
 			}
 		}
 	}

@@ -187,3 +187,36 @@ func TestCRDDiff(t *testing.T) {
 		t.Errorf("unknown version: exit %d, want 3", code)
 	}
 }
+
+// TestValidateEveryReleaseAsIfEachClusterRanIt: release c runs nowhere yet
+// (d is stable), and its chart is really v24.9.2, whose NVIDIADriver lacks
+// kernelModuleType. validate must check c's NVIDIADrivers all the same, as
+// every cluster would get them once c is started.
+func TestValidateEveryReleaseAsIfEachClusterRanIt(t *testing.T) {
+	ops := operatorsDir(t)
+	dir := t.TempDir()
+	for from, to := range map[string]string{
+		"gpu-operator/v24.9.2":      "gpu-operator/v25.3.4",
+		"gpu-operator/v25.10.1":     "gpu-operator/v25.10.1",
+		"network-operator/v26.4.1":  "network-operator/v26.4.1",
+		"network-operator/v25.10.0": "network-operator/v25.10.0",
+	} {
+		if err := os.CopyFS(filepath.Join(dir, to), os.DirFS(filepath.Join(ops, from))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := allVersionsFleet
+	for _, r := range []string{"a", "b", "e"} {
+		start := strings.Index(src, "[releases."+r+"]")
+		src = src[:start] + src[start+strings.Index(src[start:], "\n\n")+2:]
+	}
+	path := filepath.Join(t.TempDir(), "fleet.toml")
+	if err := os.WriteFile(path, []byte(strings.Replace(src, "RELEASE", "d", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "validate", "-f", path, "--charts", dir)
+	want := "c gpu-operator v25.3.4 NVIDIADriver/h100-570-172-08 spec.kernelModuleType: unknown field (exists in gpu-operator v25.10.1) clusters/one/config/nvidiadriver-h100-570-172-08.yaml"
+	if code != ExitFailed || !strings.Contains(squash(out), want) {
+		t.Errorf("exit %d, want 1 and a line containing\n%s\ngot:\n%s%s", code, want, out, errOut)
+	}
+}

@@ -3,6 +3,7 @@ package crdcheck
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,11 +58,36 @@ func (p Problem) Object() string {
 	return p.Kind + "/" + p.Name
 }
 
+// RuleDefaultedRequired is the hint of a problem about a required field left
+// out because the schema defaults it: the API server accepts the object,
+// offline checks that apply no defaults (kubeconform, the check Flux's
+// example repositories run in CI) reject it.
+const RuleDefaultedRequired = "the API server defaults it; checks without defaults, such as kubeconform, reject the object"
+
 // Validate checks obj against the set the way the API server checks a create
 // request, and returns its problems sorted by path. Objects of built-in
 // Kubernetes groups are not checked; a custom kind the set does not define is
 // one problem. obj is not modified.
 func (s *Set) Validate(ctx context.Context, obj *unstructured.Unstructured) []Problem {
+	return s.validate(ctx, obj, true)
+}
+
+// ValidateAsWritten is Validate, and also reports each required field the
+// object leaves to the schema's default (with RuleDefaultedRequired as the
+// hint): what a tool writes itself should stand on its own, whoever checks it.
+func (s *Set) ValidateAsWritten(ctx context.Context, obj *unstructured.Unstructured) []Problem {
+	problems := s.validate(ctx, obj, true)
+	for _, p := range s.validate(ctx, obj, false) {
+		if strings.HasPrefix(p.Rule, "Required value") && !slices.Contains(problems, p) {
+			p.Hint = RuleDefaultedRequired
+			problems = append(problems, p)
+		}
+	}
+	sortProblems(problems)
+	return problems
+}
+
+func (s *Set) validate(ctx context.Context, obj *unstructured.Unstructured, defaults bool) []Problem {
 	gvk := obj.GroupVersionKind()
 	if IsBuiltin(gvk.Group) {
 		return nil
@@ -99,7 +125,9 @@ func (s *Set) Validate(ctx context.Context, obj *unstructured.Unstructured) []Pr
 		// Same order as the API server: defaults are applied while decoding
 		// (replacing nulls that have a default), then unknown fields are
 		// pruned and the remaining nulls on non-nullable fields dropped.
-		defaulting.Default(u, v.structural)
+		if defaults {
+			defaulting.Default(u, v.structural)
+		}
 		unknown = append(unknown, pruning.PruneWithOptions(u, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
 		defaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
 		ferr, paths := objectmeta.CoerceWithOptions(nil, u, v.structural, false, objectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})

@@ -56,9 +56,15 @@ func Parse(name string, data []byte) (*Fleet, error) {
 			probs.addAt(line, col, probs.pos.keyFor(line, decErr.Key()), cleanDecodeMessage(decErr.Error()))
 			return nil, probs.list.sorted()
 		default:
-			probs.addAt(0, 0, "", err.Error())
+			probs.addAt(1, 1, "", err.Error())
 			return nil, probs.list.sorted()
 		}
+	}
+	// A table in the wrong shape decoded into something the file does not
+	// say (a list of one pool with none of its keys): checking what was
+	// decoded would only add noise, so the shape problems stand alone.
+	if checkShapes(data, probs) {
+		return nil, probs.list.sorted()
 	}
 
 	f := &Fleet{
@@ -109,9 +115,17 @@ func cleanDecodeMessage(msg string) string {
 	if i := strings.Index(msg, " into struct field "); i >= 0 && strings.HasPrefix(msg, "cannot decode TOML ") {
 		got := strings.TrimPrefix(msg[:i], "cannot decode TOML ")
 		want := msg[strings.LastIndex(msg, " of type ")+len(" of type "):]
-		return fmt.Sprintf("wrong type: got a %s, want %s", got, typeWord(want))
+		return fmt.Sprintf("wrong type: got %s %s, want %s", article(got), got, typeWord(want))
 	}
 	return msg
+}
+
+// article is "an" before a vowel ("an inline table"), else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func typeWord(goType string) string {

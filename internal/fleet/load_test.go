@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,9 +181,9 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 			name: "empty fleet",
 			edit: func(string) string { return "" },
 			want: []string{
-				`f.toml: clusters: the fleet has no clusters: add at least one [clusters.<name>] table`,
-				`f.toml: promotion: stable is required: the release every cluster runs when no rollout has reached it`,
-				`f.toml: releases: the fleet has no releases: add at least one [releases.<name>] table`,
+				`f.toml:1:1: clusters: the fleet has no clusters: add at least one [clusters.<name>] table`,
+				`f.toml:1:1: promotion: stable is required: the release every cluster runs when no rollout has reached it`,
+				`f.toml:1:1: releases: the fleet has no releases: add at least one [releases.<name>] table`,
 			},
 		},
 	}
@@ -257,5 +258,39 @@ func TestReleaseFor(t *testing.T) {
 				t.Errorf("releases (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestChartsFolderInManifestsMode: with the charts rendered by gpufleet,
+// the repository may be a folder, named relative to the fleet file; a
+// HelmRelease needs a URL Flux can fetch.
+func TestChartsFolderInManifestsMode(t *testing.T) {
+	const rest = `
+[releases.r]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "570.172.08"
+[clusters.stg]
+environment = "staging"
+[[clusters.stg.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = 2
+[[waves]]
+name = "staging"
+clusters = ["stg"]
+[promotion]
+stable = "r"
+`
+	f, err := Parse("fleets/site/fleet.toml", []byte("[charts]\nmode = \"manifests\"\nrepository = \"../charts\"\n"+rest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join("fleets", "charts"); f.Charts.Repository != want {
+		t.Errorf("repository %q, want %q (relative to the fleet file)", f.Charts.Repository, want)
+	}
+	_, err = Parse("fleet.toml", []byte("[charts]\nrepository = \"../charts\"\n"+rest))
+	if err == nil || !strings.Contains(err.Error(), `with mode = "manifests" a folder of charts also works`) {
+		t.Errorf("a folder in helmrelease mode: %v", err)
 	}
 }

@@ -41,10 +41,14 @@ type rawWindow struct {
 	TimeZone string   `toml:"time-zone"`
 }
 
+// rawFreeze keeps start and end as the decoder found them (an offset
+// date-time, a local one, a date...) because the decoder would read a local
+// date-time in the machine's own time zone: see freezeInstant.
 type rawFreeze struct {
-	Start  time.Time `toml:"start"`
-	End    time.Time `toml:"end"`
-	Reason string    `toml:"reason"`
+	Start    any    `toml:"start"`
+	End      any    `toml:"end"`
+	TimeZone string `toml:"time-zone"`
+	Reason   string `toml:"reason"`
 }
 
 type rawHealth struct {
@@ -200,13 +204,13 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 	if s.Freezes != nil {
 		p.Freezes = nil
 		for i, fr := range s.Freezes {
-			switch {
-			case fr.Start.IsZero() || fr.End.IsZero():
-				bad(fmt.Sprintf("freezes[%d]", i), "a freeze needs start and end as date-times, e.g. 2026-12-20T00:00:00Z")
-			case !fr.End.After(fr.Start):
-				bad(fmt.Sprintf("freezes[%d].end", i), "end %s is not after start %s", fr.End.Format(time.RFC3339), fr.Start.Format(time.RFC3339))
-			default:
-				p.Freezes = append(p.Freezes, Freeze{Start: fr.Start.UTC(), End: fr.End.UTC(), Reason: fr.Reason})
+			key := fmt.Sprintf("freezes[%d]", i)
+			fz, errs := parseFreeze(fr)
+			for _, e := range errs {
+				bad(joinField(key, e.field), "%s", e.msg)
+			}
+			if len(errs) == 0 {
+				p.Freezes = append(p.Freezes, fz)
 			}
 		}
 	}

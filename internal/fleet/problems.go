@@ -10,8 +10,9 @@ import (
 // Problem is one thing wrong with a fleet file, with where it is.
 type Problem struct {
 	File string
-	// Line and Column are 1-based; 0 when the problem has no place (e.g. an
-	// empty file).
+	// Line and Column are 1-based and always set: a problem of the whole
+	// file (an empty one, a missing table) is at 1:1, so that every message
+	// reads file:line:col and editors and CI annotations can place it.
 	Line, Column int
 	// Key is the path of the offending key, e.g. "waves[1].canary".
 	Key     string
@@ -22,9 +23,7 @@ type Problem struct {
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)
-	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
-	}
+	fmt.Fprintf(&b, ":%d:%d", max(p.Line, 1), max(p.Column, 1))
 	b.WriteString(": ")
 	if p.Key != "" {
 		b.WriteString(p.Key)
@@ -66,11 +65,17 @@ type problemList struct {
 // file, at its nearest enclosing table).
 func (l *problemList) add(key, format string, args ...any) {
 	line, col := l.pos.lookup(key)
-	l.list = append(l.list, Problem{File: l.file, Line: line, Column: col, Key: key, Message: fmt.Sprintf(format, args...)})
+	l.addAt(line, col, key, fmt.Sprintf(format, args...))
 }
 
+// addAt records a problem at line and col; a problem with no place in the
+// file (the key is absent and so is every table above it) is a problem of
+// the whole file, reported at its start.
 func (l *problemList) addAt(line, col int, key, msg string) {
-	l.list = append(l.list, Problem{File: l.file, Line: line, Column: col, Key: key, Message: msg})
+	if line < 1 {
+		line, col = 1, 1
+	}
+	l.list = append(l.list, Problem{File: l.file, Line: line, Column: max(col, 1), Key: key, Message: msg})
 }
 
 func itoa(i int) string { return fmt.Sprint(i) }

@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -71,18 +73,13 @@ func WaveApproval(release, wave string) string { return release + "/" + wave }
 func ClusterApproval(release, cluster string) string { return release + "/" + cluster }
 
 // CanaryApproved reports whether cluster's in-cluster canary is approved
-// for the rollout's release: by its own name, or by its wave's approval when
-// it is not the wave's canary cluster (whose result that approval judges).
+// for the rollout's release. Only its own name approves it: a wave's
+// approval judges the wave's canary cluster and lets the release go on, it
+// never approves the canary node(s) inside the wave's clusters, each of which
+// a person approves by name once they have soaked.
 func (f *Fleet) CanaryApproved(cluster string) bool {
 	r := f.Promotion.Rollout
-	if r == nil {
-		return false
-	}
-	if f.Approved(ClusterApproval(r.Release, cluster)) {
-		return true
-	}
-	wi := f.WaveOf(cluster)
-	return wi >= 0 && f.Waves[wi].Canary != cluster && f.Approved(WaveApproval(r.Release, f.Waves[wi].Name))
+	return r != nil && f.Approved(ClusterApproval(r.Release, cluster))
 }
 
 // Approved reports whether name (e.g. "r2026-08/prod-h100") is approved.
@@ -120,6 +117,7 @@ func (f *Fleet) validatePromotion(probs *problemList) {
 			probs.add("promotion.rollout.stage", "%q is not a stage: use %q or %q", r.Stage, StageCanary, StageAll)
 		}
 	}
+	f.validateApprovalNames(probs)
 	for i, a := range p.Approved {
 		key := fmt.Sprintf("promotion.approved[%d]", i)
 		rel, target, ok := strings.Cut(a, "/")
@@ -134,6 +132,95 @@ func (f *Fleet) validatePromotion(probs *problemList) {
 			probs.add(key, "approval %q names neither a wave nor a cluster: %q", a, target)
 		}
 	}
+}
+
+// validateApprovalNames refuses a wave named like a cluster: approvals are
+// RELEASE/WAVE and RELEASE/CLUSTER, so one `gpufleet approve R/NAME` would
+// name both and approve two different things.
+func (f *Fleet) validateApprovalNames(probs *problemList) {
+	for i, w := range f.Waves {
+		if _, ok := f.Clusters[w.Name]; !ok || w.Name == "" {
+			continue
+		}
+		at := probs.file
+		if line, col := probs.pos.lookup(joinKey("clusters", w.Name)); line > 0 {
+			at = fmt.Sprintf("%s:%d:%d", probs.file, line, col)
+		}
+		probs.add(fmt.Sprintf("waves[%d].name", i), "wave %q has the name of cluster %q (%s): an approval RELEASE/%s would name both; rename the wave or the cluster", w.Name, w.Name, at, w.Name)
+	}
+}
+
+// Downgrade says how release is older than the stable release, one reason
+// per component (GPU Operator, Network Operator, driver); nil when it is not
+// older in any of them. Starting such a release takes nodes back to an older
+// driver or operator, which a person should mean to do.
+func (f *Fleet) Downgrade(release string) []string {
+	r, s := f.Releases[release], f.Releases[f.Promotion.Stable]
+	if r == nil || s == nil || r == s {
+		return nil
+	}
+	var why []string
+	for _, c := range []struct{ what, old, new string }{
+		{"gpu-operator", s.GPUOperator, r.GPUOperator},
+		{"network-operator", s.NetworkOperator, r.NetworkOperator},
+		{"driver", s.Driver, r.Driver},
+	} {
+		if compareVersions(c.new, c.old) < 0 {
+			why = append(why, fmt.Sprintf("%s %s < %s", c.what, c.new, c.old))
+		}
+	}
+	return why
+}
+
+// compareVersions orders chart versions (v25.10.1) and driver versions
+// (580.95.05) by their numeric components; a pre-release suffix sorts
+// before the release it precedes.
+func compareVersions(a, b string) int {
+	split := func(v string) ([]int, string) {
+		v = strings.TrimPrefix(v, "v")
+		v, pre, _ := strings.Cut(v, "-")
+		v, _, _ = strings.Cut(v, "+")
+		var nums []int
+		for _, p := range strings.Split(v, ".") {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				n = -1
+			}
+			nums = append(nums, n)
+		}
+		return nums, pre
+	}
+	an, apre := split(a)
+	bn, bpre := split(b)
+	for i := 0; i < max(len(an), len(bn)); i++ {
+		x, y := 0, 0
+		if i < len(an) {
+			x = an[i]
+		}
+		if i < len(bn) {
+			y = bn[i]
+		}
+		if x != y {
+			return cmp.Compare(x, y)
+		}
+	}
+	switch {
+	case apre == bpre:
+		return 0
+	case apre == "":
+		return 1
+	case bpre == "":
+		return -1
+	}
+	return strings.Compare(apre, bpre)
+}
+
+// WithPromotion is a copy of f in another promotion state, sharing the rest:
+// what render would write, or the gate would expect, if [promotion] said p.
+func (f *Fleet) WithPromotion(p Promotion) *Fleet {
+	g := *f
+	g.Promotion = p
+	return &g
 }
 
 func (f *Fleet) waveNames() []string {

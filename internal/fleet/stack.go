@@ -147,8 +147,8 @@ func (f *Fleet) validateStack(probs *problemList) {
 		if !slices.Contains(envs, env) {
 			probs.add(key, "no cluster has environment %q%s", env, suggest(env, envs))
 		}
-		if !strings.HasPrefix(s.AgeRecipients[env], "age1") {
-			probs.add(key, "%q is not an age recipient (age1...)", s.AgeRecipients[env])
+		if err := checkAgeRecipient(s.AgeRecipients[env]); err != nil {
+			probs.add(key, "%v", err)
 		}
 	}
 	if s.AlertURL != "" {

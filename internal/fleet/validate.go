@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -17,8 +18,6 @@ var (
 	driverVersion = regexp.MustCompile(`^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$`)
 	// labelValue is a Kubernetes label value (GPU product names are label values).
 	labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	// migProfile is a mig-manager configuration name, e.g. all-1g.10gb.
-	migProfile = regexp.MustCompile(`^(all-disabled|all-balanced|all-[1-7]g\.[0-9]+gb)$`)
 )
 
 // validate checks everything Parse decoded, adding every problem to probs.
@@ -45,10 +44,26 @@ func (f *Fleet) validate(probs *problemList) {
 }
 
 func (f *Fleet) validateCharts(probs *problemList) {
-	if f.Charts.Repository == "" {
+	repo := f.Charts.Repository
+	u, err := url.Parse(repo)
+	isURL := err == nil && (u.Scheme == "https" || u.Scheme == "http" || u.Scheme == "oci") && u.Host != ""
+	switch {
+	case repo == "":
 		f.Charts.Repository = DefaultChartRepository
-	} else if u, err := url.Parse(f.Charts.Repository); err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "oci") || u.Host == "" {
-		probs.add("charts.repository", "%q is not a Helm repository URL (https://...) or an OCI reference (oci://...)", f.Charts.Repository)
+	case isURL:
+	case f.Charts.Mode == ModeManifests && (err != nil || u.Scheme == ""):
+		// gpufleet renders the charts itself in this mode, so they may come
+		// from a folder (a vendored mirror, <chart>/<version>/) or a .tgz,
+		// named relative to the fleet file like everything it names.
+		if !filepath.IsAbs(repo) {
+			f.Charts.Repository = filepath.Join(filepath.Dir(f.Path), repo)
+		}
+	default:
+		hint := ""
+		if f.Charts.Mode != ModeManifests {
+			hint = `; with mode = "manifests" a folder of charts also works`
+		}
+		probs.add("charts.repository", "%q is not a Helm repository URL (https://...) or an OCI reference (oci://...)%s", repo, hint)
 	}
 	switch f.Charts.Mode {
 	case "":
@@ -103,9 +118,7 @@ func (f *Fleet) validateCluster(probs *problemList, c *Cluster) {
 		if p.Nodes < 1 {
 			probs.add(pkey+".nodes", "nodes must be at least 1, got %d", p.Nodes)
 		}
-		if p.MIG != "" && !migProfile.MatchString(p.MIG) {
-			probs.add(pkey+".mig", "%q is not a MIG configuration: use e.g. all-1g.10gb, all-balanced or all-disabled", p.MIG)
-		}
+		checkMIG(probs, pkey+".mig", p)
 	}
 }
 

@@ -22,12 +22,19 @@ type Mutation func(*fleet.Fleet) (Step, error)
 // passed and a one-line summary for the commit message.
 type GateFunc func(ctx context.Context, f *fleet.Fleet, clusters []string) (passed bool, summary string, err error)
 
+// CanaryFunc reads whether cluster's DriverRollout for the rollout under
+// way waits for the approval of its canary node(s); observed says what it
+// saw, for the refusal when it does not.
+type CanaryFunc func(ctx context.Context, f *fleet.Fleet, cluster string) (waiting bool, observed string, err error)
+
 // Options control Apply.
 type Options struct {
 	FleetFile string
 	Mutation  Mutation
 	// Gate runs when the step names clusters to check, unless SkipGate.
 	Gate GateFunc
+	// Canary checks, before a cluster's canary is approved, that it waits.
+	Canary CanaryFunc
 	// SkipGate skips the gate in an emergency; Reason goes into the commit.
 	SkipGate bool
 	Reason   string
@@ -64,8 +71,8 @@ type Result struct {
 var ErrRefused = errors.New("refused")
 
 // Apply performs one promotion command: the edit of fleet.toml, the render,
-// and one commit. Any failure leaves fleet.toml, the rendered files and the
-// git index as they were.
+// and one commit holding exactly the files gpufleet wrote. Any failure
+// leaves fleet.toml, the rendered files and the git index as they were.
 func Apply(ctx context.Context, o Options) (*Result, error) {
 	f, err := fleet.Load(o.FleetFile)
 	if err != nil {
@@ -79,25 +86,13 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	gateLine := ""
-	if len(step.Gate) > 0 {
-		switch {
-		case o.SkipGate:
-			if strings.TrimSpace(o.Reason) == "" {
-				return nil, fmt.Errorf("%w: --skip-gate needs --reason", ErrRefused)
-			}
-			gateLine = fmt.Sprintf("Gate SKIPPED for %s. Reason: %s", strings.Join(step.Gate, ", "), o.Reason)
-		case o.Gate == nil:
-			return nil, fmt.Errorf("%w: no gate to check %s with", ErrRefused, strings.Join(step.Gate, ", "))
-		default:
-			passed, summary, err := o.Gate(ctx, f, step.Gate)
-			if err != nil {
-				return nil, fmt.Errorf("%w: gate: %w", ErrRefused, err)
-			}
-			if !passed {
-				return nil, fmt.Errorf("%w: the gate did not pass for %s: %s", ErrRefused, strings.Join(step.Gate, ", "), summary)
-			}
-			gateLine = "Gate passed: " + summary
+	gateLine, err := runGate(ctx, o, f, step)
+	if err != nil {
+		return nil, err
+	}
+	if step.Canary != "" {
+		if err := checkCanary(ctx, o.Canary, f, step); err != nil {
+			return nil, err
 		}
 	}
 	prevOut, err := renderWith(f, o.Render)
@@ -111,11 +106,15 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	msg := message(step, gateLine)
 	res := &Result{Step: step, Message: msg}
 
-	// From here on files change: undo everything on any failure.
+	// From here on files change: undo everything on any failure. Only the
+	// files this command staged are unstaged again.
+	var staged []string
 	undo := func() {
 		_ = fsutil.WriteFileAtomic(o.FleetFile, f.Source)
 		_, _ = render.Write(prevOut, dir)
-		_ = git(dir, nil, "reset", "-q", "--", ".")
+		if len(staged) > 0 {
+			_ = git(dir, nil, append([]string{"reset", "-q", "--"}, staged...)...)
+		}
 	}
 	if err := fsutil.WriteFileAtomic(o.FleetFile, newSrc); err != nil {
 		undo()
@@ -125,23 +124,86 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 		undo()
 		return nil, fmt.Errorf("render: %w (nothing was changed)", err)
 	}
-	paths := []string{filepath.Base(o.FleetFile)}
+	written := []string{filepath.Base(o.FleetFile)}
 	for _, c := range res.Changes {
-		paths = append(paths, c.Path)
+		written = append(written, filepath.FromSlash(c.Path))
 	}
-	if err := git(dir, nil, append([]string{"add", "-A", "--"}, paths...)...); err != nil {
+	staged = written
+	if err := git(dir, nil, append([]string{"add", "-A", "--"}, written...)...); err != nil {
 		undo()
 		return nil, err
 	}
 	if o.NoCommit {
 		return res, nil
 	}
-	if err := git(dir, []byte(msg), "commit", "-q", "-F", "-"); err != nil {
+	// The paths limit the commit to what this command wrote, even if a
+	// hook staged something else meanwhile.
+	if err := git(dir, []byte(msg), append([]string{"commit", "-q", "-F", "-", "--"}, written...)...); err != nil {
 		undo()
 		return nil, fmt.Errorf("%w (nothing was changed)", err)
 	}
 	res.Committed = true
 	return res, nil
+}
+
+// runGate checks the step's clusters, or records why they were not, and
+// returns the commit's line about it ("" when the step needs no gate).
+func runGate(ctx context.Context, o Options, f *fleet.Fleet, step Step) (string, error) {
+	if len(step.Gate) == 0 {
+		return "", nil
+	}
+	clusters := strings.Join(step.Gate, ", ")
+	switch {
+	case o.SkipGate && step.GateRequired != "":
+		return "", fmt.Errorf("%w: --skip-gate cannot be used for this step: %s", ErrRefused, step.GateRequired)
+	case o.SkipGate:
+		if strings.TrimSpace(o.Reason) == "" {
+			return "", fmt.Errorf("%w: --skip-gate needs --reason", ErrRefused)
+		}
+		return fmt.Sprintf("Gate SKIPPED for %s. Reason: %s", clusters, o.Reason), nil
+	case o.Gate == nil:
+		return "", fmt.Errorf("%w: no gate to check %s with", ErrRefused, clusters)
+	}
+	passed, summary, err := o.Gate(ctx, f, step.Gate)
+	if err != nil {
+		return "", fmt.Errorf("%w: gate: %w", ErrRefused, err)
+	}
+	if !passed {
+		return "", fmt.Errorf("%w: the gate did not pass for %s: %s", ErrRefused, clusters, summary)
+	}
+	return "Gate passed: " + summary, nil
+}
+
+// checkCanary refuses to approve a cluster's canary node(s) before its
+// DriverRollout waits for that approval, naming what does wait.
+func checkCanary(ctx context.Context, check CanaryFunc, f *fleet.Fleet, step Step) error {
+	if check == nil {
+		return fmt.Errorf("%w: no way to see whether the canary of cluster %s waits for approval", ErrRefused, step.Canary)
+	}
+	waiting, observed, err := check(ctx, f, step.Canary)
+	if err != nil {
+		return fmt.Errorf("%w: canary of cluster %s: %w", ErrRefused, step.Canary, err)
+	}
+	if waiting {
+		return nil
+	}
+	var others []string
+	for _, w := range Waits(f) {
+		if w.Approval == "" || w.Cluster == step.Canary {
+			continue
+		}
+		if w.Cluster != "" {
+			if ok, _, err := check(ctx, f, w.Cluster); err != nil || !ok {
+				continue
+			}
+		}
+		others = append(others, w.Approval)
+	}
+	does := "nothing does yet"
+	if len(others) > 0 {
+		does = "waiting: " + strings.Join(others, ", ")
+	}
+	return fmt.Errorf("%w: the canary node(s) of cluster %s do not wait for approval yet (%s); %s", ErrRefused, step.Canary, observed, does)
 }
 
 // stepFleet runs the mutation on f and returns the step, the edited file
@@ -168,14 +230,18 @@ func message(step Step, gateLine string) string {
 	for _, d := range step.Details {
 		b.WriteString(d + "\n")
 	}
+	for _, w := range step.Warnings {
+		b.WriteString("Warning: " + w + ".\n")
+	}
 	if gateLine != "" {
 		b.WriteString(gateLine + "\n")
 	}
 	return b.String()
 }
 
-// checkClean refuses to run over uncommitted edits of the fleet file: the
-// commit would carry them without saying so.
+// checkClean refuses to run over uncommitted edits of the fleet file, or
+// over anything already staged: the commit would carry them without saying
+// so. A promotion commit holds exactly the files gpufleet wrote.
 func checkClean(dir, file string) error {
 	var out bytes.Buffer
 	cmd := exec.Command("git", "-C", dir, "status", "--porcelain", "--", file)
@@ -184,7 +250,17 @@ func checkClean(dir, file string) error {
 		return fmt.Errorf("%s is not in a git repository: promotion commands commit their change (%w)", dir, err)
 	}
 	if out.Len() > 0 {
-		return fmt.Errorf("%s has uncommitted changes: commit or stash them first", file)
+		// A refusal (exit 1), not "could not check": the state is known.
+		return fmt.Errorf("%w: %s has uncommitted changes: commit or stash them first", ErrRefused, file)
+	}
+	out.Reset()
+	cmd = exec.Command("git", "-C", dir, "diff", "--cached", "--name-only", "-z")
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git diff --cached in %s: %w", dir, err)
+	}
+	if staged := strings.Split(strings.TrimRight(out.String(), "\x00"), "\x00"); out.Len() > 0 {
+		return fmt.Errorf("%w: other changes are staged (%s): a promotion commit holds only the files gpufleet writes; commit or unstage them first (git restore --staged PATH)", ErrRefused, strings.Join(staged, ", "))
 	}
 	return nil
 }

@@ -12,9 +12,12 @@ import (
 
 // Edit rewrites the [promotion] table of a fleet file's source from old to
 // new, changing only the lines of keys whose values differ. Every other
-// byte, comments and layout included, is kept.
+// byte, comments, layout and line endings included, is kept: a replaced
+// line keeps the ending it had, an added line takes the file's (CRLF in a
+// file written on Windows).
 func Edit(src []byte, old, new fleet.Promotion) ([]byte, error) {
 	lines := strings.SplitAfter(string(src), "\n")
+	eol := lineEnding(lines)
 	start, end, err := promotionTable(lines)
 	if err != nil {
 		return nil, err
@@ -41,15 +44,48 @@ func Edit(src []byte, old, new fleet.Promotion) ([]byte, error) {
 			end -= last - first + 1
 		case found:
 			comment := trailingComment(lines[start+last])
-			lines = slices.Replace(lines, start+first, start+last+1, c.key+" = "+c.value+comment+"\n")
+			lines = slices.Replace(lines, start+first, start+last+1, c.key+" = "+c.value+comment+ending(lines[start+last]))
 			end -= last - first
 		case c.value != "":
 			at := lastKeyLine(lines, start, end) + 1
-			lines = slices.Insert(lines, at, c.key+" = "+c.value+"\n")
+			// The line before may be the file's last, without an ending.
+			if !strings.HasSuffix(lines[at-1], "\n") {
+				lines[at-1] += eol
+			}
+			lines = slices.Insert(lines, at, c.key+" = "+c.value+eol)
 			end++
 		}
 	}
 	return []byte(strings.Join(lines, "")), nil
+}
+
+// lineEnding is the file's line ending: CRLF when most of its lines end so.
+func lineEnding(lines []string) string {
+	crlf, lf := 0, 0
+	for _, l := range lines {
+		switch {
+		case strings.HasSuffix(l, "\r\n"):
+			crlf++
+		case strings.HasSuffix(l, "\n"):
+			lf++
+		}
+	}
+	if crlf > lf {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// ending is the line ending of line: none for the last line of a file
+// that does not end in a newline.
+func ending(line string) string {
+	switch {
+	case strings.HasSuffix(line, "\r\n"):
+		return "\r\n"
+	case strings.HasSuffix(line, "\n"):
+		return "\n"
+	}
+	return ""
 }
 
 // promotionTable finds the lines of the [promotion] table: from its header
@@ -122,7 +158,7 @@ func trailingComment(line string) string {
 		for j > 0 && (line[j-1] == ' ' || line[j-1] == '\t') {
 			j--
 		}
-		comment = strings.TrimRight(line[j:], "\n")
+		comment = strings.TrimRight(line[j:], "\r\n")
 		return false
 	})
 	return comment

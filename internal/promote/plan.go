@@ -23,6 +23,13 @@ type Plan struct {
 	Clusters map[string][]string `json:"clusters"`
 	// Gate lists the clusters the gate would check first.
 	Gate []string `json:"gate,omitempty"`
+	// GateRequired says why --skip-gate would be refused for this step.
+	GateRequired string `json:"gateRequired,omitempty"`
+	// Canary is the cluster whose canary node(s) must be seen waiting for
+	// approval first (read from the cluster when the command runs).
+	Canary string `json:"canary,omitempty"`
+	// Warnings are what the command would warn about, e.g. a downgrade.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MakePlan computes what m would do to the fleet f; ro, when set, gives
@@ -40,7 +47,7 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate}
+	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate, GateRequired: step.GateRequired, Canary: step.Canary, Warnings: step.Warnings}
 	paths := slices.Sorted(func(yield func(string) bool) {
 		seen := map[string]bool{}
 		for _, o := range []*render.Output{before, after} {
@@ -71,6 +78,8 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 // lineDiff lists removed then added lines between two versions of a file
 // whose edits replace, add or delete whole lines.
 func lineDiff(a, b string) []string {
+	// Lines are compared and shown without their ending, LF or CRLF.
+	a, b = strings.ReplaceAll(a, "\r\n", "\n"), strings.ReplaceAll(b, "\r\n", "\n")
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
 	count := map[string]int{}
 	for _, l := range bl {

@@ -15,10 +15,24 @@ type Step struct {
 	Promotion fleet.Promotion
 	// Summary says what the step did, for the commit's subject.
 	Summary string
-	// Details are more lines for the commit's body.
+	// Details are more lines for the commit's body. They say what the step
+	// does, never what a check found: Apply adds the gate's outcome (passed,
+	// or skipped and why) itself, so the message says only what happened.
 	Details []string
-	// Gate lists the clusters that must pass the gate first (promote only).
+	// Warnings are told to the person running the command and go into the
+	// commit's body, e.g. that a start is a downgrade.
+	Warnings []string
+	// Gate lists the clusters that must pass the gate first.
 	Gate []string
+	// GateRequired, when set, says why --skip-gate cannot stand in for the
+	// gate: the step stops rendering a driver (its NVIDIADrivers, or the
+	// DriverRollout that moves nodes off it), and only the gate can see that
+	// no node still runs it.
+	GateRequired string
+	// Canary names the cluster whose DriverRollout must be seen waiting for
+	// the approval of its canary node(s) before the step is taken: approving
+	// a canary that has not soaked yet would wave it through unseen.
+	Canary string
 }
 
 // Waiting is something the rollout waits for.
@@ -26,6 +40,9 @@ type Waiting struct {
 	// Approval is the exact name `gpufleet approve` takes; empty when the
 	// wait is not for an approval.
 	Approval string
+	// Cluster is set for the approval of a cluster's canary node(s): it
+	// waits only once that cluster's DriverRollout says so (see Step.Canary).
+	Cluster string
 	// What says what waits, for people.
 	What string
 }
@@ -43,21 +60,40 @@ func clone(p fleet.Promotion) fleet.Promotion {
 // active reports whether a rollout is under way (not aborted).
 func active(p fleet.Promotion) bool { return p.Rollout != nil && !p.Rollout.Aborted }
 
+// aborted reports whether an abort is in force: from `gpufleet abort` until
+// the gate has seen every cluster the rollout reached back on the stable
+// release. While it is, the aborted DriverRollout and both drivers'
+// NVIDIADrivers stay rendered there, and nothing new may start.
+func aborted(p fleet.Promotion) bool { return p.Rollout != nil && p.Rollout.Aborted }
+
 // entryStage is the stage a release enters wave w at: its canary cluster
-// alone when the wave pauses after its canary.
+// alone when the wave has one ("receives the release first").
 func entryStage(w *fleet.Wave) string {
-	if w.Canary != "" && (w.PauseAfterCanary || w.RequireApproval) {
+	if w.Canary != "" {
 		return fleet.StageCanary
 	}
 	return fleet.StageAll
 }
 
-// WaveApproval is the name that lets release r run on the whole of wave w.
+// WaveApproval is the name that lets release r enter wave w (when it
+// requires approval) or go past its canary cluster (when it pauses after
+// it). Taking either step uses the approval up, so each of the two is
+// given on its own, when it waits.
 func WaveApproval(r string, w *fleet.Wave) string { return fleet.WaveApproval(r, w.Name) }
 
 // ClusterApproval is the name that approves cluster c's in-cluster canary
 // node for release r (the DriverRollout's spec.approval).
 func ClusterApproval(r, c string) string { return fleet.ClusterApproval(r, c) }
+
+// without returns list less name.
+func without(list []string, name string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(a string) bool { return a == name })
+}
+
+// withoutRelease drops every approval of release r.
+func withoutRelease(list []string, r string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(a string) bool { return strings.HasPrefix(a, r+"/") })
+}
 
 // Start begins rolling release out at the first wave.
 func Start(f *fleet.Fleet, release string) (Step, error) {
@@ -66,6 +102,8 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 	switch {
 	case !ok:
 		return Step{}, fmt.Errorf("unknown release %q (releases: %s)", release, strings.Join(f.ReleaseNames(), ", "))
+	case aborted(p):
+		return Step{}, fmt.Errorf("the abort of %s is in force until every cluster it reached (%s) is back on %s: `gpufleet promote` ends it once the gate sees them back", p.Rollout.Release, strings.Join(touchedClusters(f, p), ", "), p.Stable)
 	case active(p):
 		return Step{}, fmt.Errorf("release %s is being rolled out (at wave %s): finish it, or `gpufleet abort` it, first", p.Rollout.Release, p.Rollout.Wave)
 	case release == p.Stable:
@@ -74,29 +112,39 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 		return Step{}, errors.New("the fleet has no waves")
 	}
 	first := f.Waves[0]
-	if first.RequireApproval && first.Canary == "" && !f.Approved(WaveApproval(release, first)) {
-		return Step{}, fmt.Errorf("wave %s requires approval before release %s enters it: `gpufleet approve %s`", first.Name, release, WaveApproval(release, first))
-	}
 	next := clone(p)
 	next.Rollout = &fleet.Rollout{Release: release, Wave: first.Name, Stage: entryStage(first)}
 	next.Paused = false
 	// Approvals of an earlier attempt at this release are stale.
-	next.Approved = slices.DeleteFunc(next.Approved, func(a string) bool { return strings.HasPrefix(a, release+"/") })
+	next.Approved = withoutRelease(next.Approved, release)
 	step := Step{Promotion: next, Summary: fmt.Sprintf("start %s at wave %s", release, first.Name)}
 	step.Details = append(step.Details, fmt.Sprintf("Release %s: gpu-operator %s, network-operator %s, driver %s.", release, rel.GPUOperator, rel.NetworkOperator, rel.Driver))
+	if why := f.Downgrade(release); len(why) > 0 {
+		w := fmt.Sprintf("%s is older than the stable release %s (%s): this start is a downgrade", release, p.Stable, strings.Join(why, ", "))
+		step.Warnings = append(step.Warnings, w)
+	}
 	if rel.ExpectFailure {
 		step.Details = append(step.Details, "This release is a drill: it is expected to fail and roll back.")
+	}
+	if first.RequireApproval {
+		step.Details = append(step.Details, fmt.Sprintf("Wave %s requires approval to be entered: this start, by its author, is that approval.", first.Name))
 	}
 	step.Details = append(step.Details, "Now on "+release+": "+strings.Join(reachedClusters(f, next), ", ")+".")
 	return step, nil
 }
 
 // Promote moves the rollout one step: from a wave's canary cluster to the
-// whole wave (once approved), to the next wave, or, after the last wave,
-// makes the release stable. The clusters the rollout has reached in its
-// current wave must pass the gate first (Step.Gate).
+// whole wave (once approved, when the wave pauses after its canary), to the
+// next wave (once approved, when it requires approval), or, after the last
+// wave, makes the release stable. The clusters the rollout has reached in
+// its current wave must pass the gate first (Step.Gate); making the release
+// stable gates every cluster, since it stops rendering the old driver
+// everywhere. With an abort in force, Promote ends it (see endAbort).
 func Promote(f *fleet.Fleet) (Step, error) {
 	p := f.Promotion
+	if aborted(p) {
+		return endAbort(f)
+	}
 	if !active(p) {
 		return Step{}, errors.New("no rollout is under way: `gpufleet start RELEASE` first")
 	}
@@ -110,33 +158,69 @@ func Promote(f *fleet.Fleet) (Step, error) {
 	step := Step{Gate: reachedIn(f, p, w)}
 	switch {
 	case r.Stage == fleet.StageCanary:
-		name := WaveApproval(r.Release, w)
-		if !f.Approved(name) {
-			return Step{}, fmt.Errorf("wave %s waits for approval after its canary cluster %s: `gpufleet approve %s`", w.Name, w.Canary, name)
+		if w.PauseAfterCanary {
+			name := WaveApproval(r.Release, w)
+			if !f.Approved(name) {
+				return Step{}, fmt.Errorf("wave %s waits for approval after its canary cluster %s: `gpufleet approve %s`", w.Name, w.Canary, name)
+			}
+			next.Approved = without(next.Approved, name)
+			step.Details = append(step.Details, fmt.Sprintf("The rest of wave %s was approved as %s.", w.Name, name))
 		}
 		next.Rollout.Stage = fleet.StageAll
 		step.Summary = fmt.Sprintf("promote %s to all of wave %s", r.Release, w.Name)
-		step.Details = append(step.Details, fmt.Sprintf("Canary cluster %s passed the gate; approved as %s.", w.Canary, name))
+		step.Details = append(step.Details, fmt.Sprintf("After its canary cluster %s, all of wave %s gets %s.", w.Canary, w.Name, r.Release))
 	case wi == len(f.Waves)-1:
 		next.Stable = r.Release
 		next.Rollout = nil
-		next.Approved = slices.DeleteFunc(next.Approved, func(a string) bool { return strings.HasPrefix(a, r.Release+"/") })
+		next.Approved = withoutRelease(next.Approved, r.Release)
+		step.Gate = reachedClusters(f, p)
+		old, now := f.Releases[p.Stable], f.Releases[r.Release]
+		step.GateRequired = fmt.Sprintf("making %s stable stops rendering %s (driver %s) on every cluster; only the gate can see that no node still runs it", r.Release, p.Stable, old.Driver)
 		step.Summary = fmt.Sprintf("%s is stable: every wave passed", r.Release)
-		step.Details = append(step.Details, fmt.Sprintf("The last wave, %s, passed the gate; %s replaces %s as the stable release.", w.Name, r.Release, p.Stable))
+		step.Details = append(step.Details, fmt.Sprintf("%s replaces %s as the stable release after the last wave, %s.", r.Release, p.Stable, w.Name))
+		if old.Driver != now.Driver {
+			step.Details = append(step.Details, fmt.Sprintf("The NVIDIADrivers of driver %s are removed from every cluster.", old.Driver))
+		}
 	default:
 		nw := f.Waves[wi+1]
-		if nw.RequireApproval && nw.Canary == "" && !f.Approved(WaveApproval(r.Release, nw)) {
-			return Step{}, fmt.Errorf("wave %s requires approval before %s enters it: `gpufleet approve %s`", nw.Name, r.Release, WaveApproval(r.Release, nw))
+		if nw.RequireApproval {
+			name := WaveApproval(r.Release, nw)
+			if !f.Approved(name) {
+				return Step{}, fmt.Errorf("wave %s requires approval before %s enters it: `gpufleet approve %s`", nw.Name, r.Release, name)
+			}
+			next.Approved = without(next.Approved, name)
+			step.Details = append(step.Details, fmt.Sprintf("Entering wave %s was approved as %s.", nw.Name, name))
 		}
 		next.Rollout.Wave, next.Rollout.Stage = nw.Name, entryStage(nw)
 		step.Summary = fmt.Sprintf("promote %s to wave %s", r.Release, nw.Name)
 		if next.Rollout.Stage == fleet.StageCanary {
 			step.Summary = fmt.Sprintf("promote %s to wave %s, canary cluster %s", r.Release, nw.Name, nw.Canary)
 		}
-		step.Details = append(step.Details, fmt.Sprintf("Wave %s passed the gate.", w.Name))
+		step.Details = append(step.Details, fmt.Sprintf("After wave %s, %s gets %s.", w.Name, strings.Join(reachedIn(f, next, nw), ", "), r.Release))
 	}
 	step.Promotion = next
 	return step, nil
+}
+
+// endAbort ends an abort once the gate has seen every cluster the aborted
+// rollout reached back on the stable release: only then may the aborted
+// DriverRollout, and the NVIDIADrivers of the driver it rolled out, go.
+func endAbort(f *fleet.Fleet) (Step, error) {
+	p := f.Promotion
+	r := p.Rollout
+	touched := touchedClusters(f, p)
+	next := clone(p)
+	next.Rollout = nil
+	next.Paused = false
+	next.Approved = withoutRelease(next.Approved, r.Release)
+	rel := f.Releases[r.Release]
+	return Step{
+		Promotion:    next,
+		Summary:      fmt.Sprintf("end the abort of %s: every cluster is back on %s", r.Release, p.Stable),
+		Details:      []string{fmt.Sprintf("%s's DriverRollout and the NVIDIADrivers of driver %s are removed from %s.", r.Release, rel.Driver, strings.Join(touched, ", "))},
+		Gate:         touched,
+		GateRequired: fmt.Sprintf("ending the abort of %s stops rendering driver %s on %s; only the gate can see that no node still runs it", r.Release, rel.Driver, strings.Join(touched, ", ")),
+	}, nil
 }
 
 // Waits lists what the rollout waits for now: approvals by their exact
@@ -153,30 +237,37 @@ func Waits(f *fleet.Fleet) []Waiting {
 	r := p.Rollout
 	wi := f.WaveIndex(r.Wave)
 	w := f.Waves[wi]
-	if r.Stage == fleet.StageCanary && !f.Approved(WaveApproval(r.Release, w)) {
+	if r.Stage == fleet.StageCanary && w.PauseAfterCanary && !f.Approved(WaveApproval(r.Release, w)) {
 		out = append(out, Waiting{Approval: WaveApproval(r.Release, w), What: fmt.Sprintf("the rest of wave %s, after its canary cluster %s", w.Name, w.Canary)})
 	}
 	if r.Stage == fleet.StageAll && wi+1 < len(f.Waves) {
-		if nw := f.Waves[wi+1]; nw.RequireApproval && nw.Canary == "" && !f.Approved(WaveApproval(r.Release, nw)) {
-			out = append(out, Waiting{Approval: WaveApproval(r.Release, nw), What: fmt.Sprintf("entering wave %s", nw.Name)})
+		if nw := f.Waves[wi+1]; nw.RequireApproval && !f.Approved(WaveApproval(r.Release, nw)) {
+			what := "entering wave " + nw.Name
+			if nw.Canary != "" {
+				what += fmt.Sprintf(" (its canary cluster %s first)", nw.Canary)
+			}
+			out = append(out, Waiting{Approval: WaveApproval(r.Release, nw), What: what})
 		}
 	}
 	for _, c := range reachedClusters(f, p) {
 		if !f.PolicyFor(c).AutoApproveCanary && !f.CanaryApproved(c) {
-			out = append(out, Waiting{Approval: ClusterApproval(r.Release, c), What: fmt.Sprintf("the canary node(s) of cluster %s (its DriverRollout)", c)})
+			out = append(out, Waiting{Approval: ClusterApproval(r.Release, c), Cluster: c, What: fmt.Sprintf("the canary node(s) of cluster %s, once they have soaked (its DriverRollout waits for approval)", c)})
 		}
 	}
 	return out
 }
 
 // Approve records the approval name, which must be exactly one of the
-// names the rollout waits for.
+// names the rollout waits for. A cluster's canary approval also needs its
+// DriverRollout to be seen waiting (Step.Canary), which Apply checks.
 func Approve(f *fleet.Fleet, name string) (Step, error) {
 	p := f.Promotion
-	if !active(p) {
+	switch {
+	case aborted(p):
+		return Step{}, fmt.Errorf("nothing waits for approval: the rollout of %s is aborted", p.Rollout.Release)
+	case !active(p):
 		return Step{}, errors.New("nothing waits for approval: no rollout is under way")
-	}
-	if p.Paused {
+	case p.Paused:
 		return Step{}, fmt.Errorf("the rollout of %s is paused: `gpufleet resume` before approving", p.Rollout.Release)
 	}
 	var names []string
@@ -187,14 +278,18 @@ func Approve(f *fleet.Fleet, name string) (Step, error) {
 		if w.Approval == name {
 			next := clone(p)
 			next.Approved = append(next.Approved, name)
-			return Step{Promotion: next, Summary: "approve " + name, Details: []string{"Approved: " + w.What + "."}}, nil
+			return Step{Promotion: next, Summary: "approve " + name, Details: []string{"Approved: " + w.What + "."}, Canary: w.Cluster}, nil
 		}
 		names = append(names, w.Approval)
 	}
-	if len(names) == 0 {
-		return Step{}, fmt.Errorf("%q is not waiting for approval: nothing is", name)
+	already := ""
+	if f.Approved(name) {
+		already = " (it is approved already)"
 	}
-	return Step{}, fmt.Errorf("%q is not waiting for approval; waiting: %s", name, strings.Join(names, ", "))
+	if len(names) == 0 {
+		return Step{}, fmt.Errorf("%q is not waiting for approval%s: nothing is", name, already)
+	}
+	return Step{}, fmt.Errorf("%q is not waiting for approval%s; waiting: %s", name, already, strings.Join(names, ", "))
 }
 
 // Pause stops promotion and approvals, and pauses the in-cluster rollouts.
@@ -223,28 +318,50 @@ func Resume(f *fleet.Fleet) (Step, error) {
 }
 
 // Abort returns every cluster to the stable release. The clusters the
-// rollout reached keep its DriverRollout with abort set, so their upgraded
-// nodes roll back.
+// rollout reached keep its DriverRollout with abort set, and both drivers'
+// NVIDIADrivers, so their upgraded nodes roll back; the abort stays in force
+// (and `start` is refused) until the gate has seen them all back, when
+// Promote ends it.
 func Abort(f *fleet.Fleet) (Step, error) {
 	p := f.Promotion
+	if aborted(p) {
+		return Step{}, fmt.Errorf("the rollout of %s is aborted already: `gpufleet promote` ends the abort once the gate sees %s back on %s", p.Rollout.Release, strings.Join(touchedClusters(f, p), ", "), p.Stable)
+	}
 	if !active(p) {
 		return Step{}, errors.New("no rollout is under way to abort")
 	}
 	next := clone(p)
 	next.Rollout.Aborted = true
 	next.Paused = false
-	return Step{Promotion: next, Summary: fmt.Sprintf("abort %s: every cluster returns to %s", p.Rollout.Release, p.Stable), Details: []string{"Clusters rolling back: " + strings.Join(reachedClusters(f, p), ", ") + "."}}, nil
+	reached := strings.Join(reachedClusters(f, p), ", ")
+	return Step{Promotion: next, Summary: fmt.Sprintf("abort %s: every cluster returns to %s", p.Rollout.Release, p.Stable), Details: []string{
+		"Clusters rolling back: " + reached + ".",
+		fmt.Sprintf("The abort stays in force, and no release can start, until the gate sees %s back on %s: then `gpufleet promote` ends it.", reached, p.Stable),
+	}}, nil
 }
 
 // reachedClusters lists the clusters promotion state p has given the new release.
 func reachedClusters(f *fleet.Fleet, p fleet.Promotion) []string {
-	saved := f.Promotion
-	f.Promotion = p
-	defer func() { f.Promotion = saved }()
+	g := f.WithPromotion(p)
 	var out []string
 	for _, w := range f.Waves {
 		for _, c := range w.Clusters {
-			if f.Reached(c) {
+			if g.Reached(c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// touchedClusters lists the clusters the rollout of p had reached, aborted
+// or not: where its driver may still run.
+func touchedClusters(f *fleet.Fleet, p fleet.Promotion) []string {
+	g := f.WithPromotion(p)
+	var out []string
+	for _, w := range f.Waves {
+		for _, c := range w.Clusters {
+			if g.Touched(c) {
 				out = append(out, c)
 			}
 		}

@@ -2,6 +2,7 @@ package promote
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
@@ -26,6 +27,10 @@ type ClusterStatus struct {
 	Release string `json:"release"`
 	State   string `json:"state"`
 	Gate    string `json:"gate,omitempty"`
+	// Lifecycle is the cluster's DriverRollout as the gate found it: its
+	// phase, nodes done and failure budget used, e.g. "CompletedWithFailures,
+	// 23/24 done, budget used 1 of 2" (a node rolled back).
+	Lifecycle string `json:"lifecycle,omitempty"`
 }
 
 // StatusOf summarises the fleet file's promotion state.
@@ -38,7 +43,7 @@ func StatusOf(f *fleet.Fleet) *Status {
 			st.Rollout += " (canary cluster only)"
 		}
 		if r.Aborted {
-			st.Rollout = fmt.Sprintf("%s ABORTED at wave %s: clusters return to %s", r.Release, r.Wave, p.Stable)
+			st.Rollout = fmt.Sprintf("%s ABORTED at wave %s: clusters return to %s; the abort stays in force, and nothing can start, until the gate sees %s back", r.Release, r.Wave, p.Stable, strings.Join(touchedClusters(f, p), ", "))
 		} else if p.Paused {
 			st.Rollout += ", PAUSED"
 		}
@@ -75,10 +80,14 @@ func StatusOf(f *fleet.Fleet) *Status {
 func nextCommand(f *fleet.Fleet, waits []Waiting) string {
 	p := f.Promotion
 	switch {
-	case p.Rollout == nil || p.Rollout.Aborted:
+	case aborted(p):
+		return "gpufleet promote (ends the abort once the gate passes: " + gateCommand(f, touchedClusters(f, p)) + ")"
+	case p.Rollout == nil:
+		// A release older than the stable one is never offered: starting
+		// it is a downgrade, which start warns about.
 		var candidates []string
 		for _, r := range f.ReleaseNames() {
-			if r != p.Stable {
+			if r != p.Stable && len(f.Downgrade(r)) == 0 {
 				candidates = append(candidates, r)
 			}
 		}
@@ -89,7 +98,8 @@ func nextCommand(f *fleet.Fleet, waits []Waiting) string {
 	case p.Paused:
 		return "gpufleet resume"
 	}
-	if _, err := Promote(f); err != nil {
+	step, err := Promote(f)
+	if err != nil {
 		for _, w := range waits {
 			if w.Approval != "" {
 				return "gpufleet approve " + w.Approval
@@ -97,7 +107,18 @@ func nextCommand(f *fleet.Fleet, waits []Waiting) string {
 		}
 		return "resolve: " + err.Error()
 	}
-	return "gpufleet promote (after the gate passes: gpufleet gate --wave " + p.Rollout.Wave + ")"
+	return "gpufleet promote (after the gate passes: " + gateCommand(f, step.Gate) + ")"
+}
+
+// gateCommand is the gate command that checks clusters: by wave when they
+// are one wave, else one --cluster each.
+func gateCommand(f *fleet.Fleet, clusters []string) string {
+	for _, w := range f.Waves {
+		if slices.Equal(w.Clusters, clusters) {
+			return "gpufleet gate --wave " + w.Name
+		}
+	}
+	return "gpufleet gate --cluster " + strings.Join(clusters, " --cluster ")
 }
 
 // AddGate adds each cluster's gate verdict to the status.
@@ -105,6 +126,7 @@ func (st *Status) AddGate(rep *gate.Report) {
 	st.Live = true
 	verdict := map[string]gate.Status{}
 	failed := map[string][]string{}
+	lifecycle := map[string]string{}
 	for _, c := range rep.Checks {
 		v, ok := verdict[c.Cluster]
 		switch {
@@ -114,9 +136,13 @@ func (st *Status) AddGate(rep *gate.Report) {
 		if c.Status != gate.Pass {
 			failed[c.Cluster] = append(failed[c.Cluster], c.Name)
 		}
+		if strings.HasPrefix(c.Name, gate.CheckLifecycle) {
+			lifecycle[c.Cluster] = c.Observed
+		}
 	}
 	for i := range st.Clusters {
 		c := &st.Clusters[i]
+		c.Lifecycle = lifecycle[c.Cluster]
 		c.Gate = string(verdict[c.Cluster])
 		if n := len(failed[c.Cluster]); n > 0 {
 			c.Gate += fmt.Sprintf(" (%s)", strings.Join(failed[c.Cluster], ", "))

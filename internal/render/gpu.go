@@ -88,6 +88,27 @@ func configObjects(p clusterPlan) ([]object, error) {
 	return objs, nil
 }
 
+// nvidiaDriverFields are the spec fields that depend on the GPU Operator
+// version, each from the version whose NVIDIADriver CRD has it. A field the
+// schema requires is written even when the API server would default it:
+// offline checks such as kubeconform (which Flux repositories run in CI)
+// apply no defaults, and a field written out means the same on every
+// version. validate checks every release's rendered objects as written.
+var nvidiaDriverFields = []struct {
+	since semver.Version
+	field string
+	value func() any
+}{
+	// kernelModuleType replaced useOpenKernelModules in v25.3.
+	{semver.MustParse("25.3.0"), "kernelModuleType", func() any { return "auto" }},
+	// From v26.7 an NVIDIADriver upgrades its nodes by itself unless told
+	// not to (ClusterPolicy's default is the opposite).
+	{semver.MustParse("26.7.0"), "upgradePolicy", func() any { return map[string]any{"autoUpgrade": false} }},
+	// v26.7 requires default (false by default). gpufleet's NVIDIADrivers
+	// select nodes, and a default one must not have a nodeSelector.
+	{semver.MustParse("26.7.0"), "default", func() any { return false }},
+}
+
 // NVIDIADriverName names the NVIDIADriver of a pool at a driver version.
 func NVIDIADriverName(pool, driver string) string { return pool + "-" + dnsName(driver) }
 
@@ -113,14 +134,10 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, driver string) (map[string]an
 		"version":      driver,
 		"nodeSelector": selector,
 	}
-	if opVersion.GE(semver.MustParse("25.3.0")) {
-		// kernelModuleType replaced useOpenKernelModules in v25.3.
-		spec["kernelModuleType"] = "auto"
-	}
-	if opVersion.GE(semver.MustParse("26.7.0")) {
-		// From v26.7 an NVIDIADriver upgrades its nodes by itself unless
-		// told not to (ClusterPolicy's default is the opposite).
-		spec["upgradePolicy"] = map[string]any{"autoUpgrade": false}
+	for _, v := range nvidiaDriverFields {
+		if opVersion.GE(v.since) {
+			spec[v.field] = v.value()
+		}
 	}
 	meta := map[string]any{
 		"name":   NVIDIADriverName(pool.Name, driver),

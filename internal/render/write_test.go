@@ -73,7 +73,7 @@ func TestWriteFailureLeavesPreviousOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := readTree(t, dir)
-	second := withRollout(t, `rollout = { release = "r2026-10", wave = "prod-a100" }`)
+	second := withRollout(t, `rollout = { release = "r2026-10", wave = "prod-ampere" }`)
 
 	calls := 0
 	writeFileAtomic = func(path string, data []byte) error {
