@@ -34,8 +34,8 @@ var fleetTOML []byte
 type Options struct {
 	// Out receives the progress lines and the summary.
 	Out io.Writer
-	// Root is the repository root: the DriverRollout CRD, the stand-in
-	// HelmRelease CRD, and ../shared/operators beside it. "." when empty.
+	// Root is the repository root: the DriverRollout CRD, and the real
+	// operator charts in ../shared/operators beside it. "." when empty.
 	Root string
 	// Dir holds the testbed (kubeconfig, logs, the fleet repository); a
 	// temporary folder when empty.
@@ -255,7 +255,7 @@ func (p *player) play() {
 		}
 		return fmt.Sprintf("PASS (%d checks)", len(rep.Checks)), nil
 	})
-	approval := relGood + "/" + prod
+	approval := relGood + "/" + waveProduction
 	p.step("gpufleet status names the approval; approve "+approval, func() (string, error) {
 		f, err := fleet.Load(w.fleetFile)
 		if err != nil {
@@ -328,7 +328,7 @@ func (p *player) play() {
 		if rep.Verdict() == gate.Pass {
 			return "", errors.New("the gate passed a stalled rollout")
 		}
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, relDrill+"/"+prod) }); err != nil {
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, relDrill+"/"+waveProduction) }); err != nil {
 			return "", err
 		}
 		if _, err := p.mutate(promote.Promote); !errors.Is(err, promote.ErrRefused) {

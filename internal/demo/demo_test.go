@@ -3,14 +3,10 @@ package demo
 import (
 	"bytes"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
@@ -36,36 +32,6 @@ func TestEmbeddedFleetIsValid(t *testing.T) {
 		if p := f.Clusters[c].Pools; len(p) != 1 || p[0].Nodes != poolNodes || p[0].Product != product {
 			t.Errorf("cluster %s pools %+v", c, p)
 		}
-	}
-}
-
-func TestServeHelmIndex(t *testing.T) {
-	rec := httptest.NewRecorder()
-	ServeHelmIndex(rec, httptest.NewRequest(http.MethodGet, "/charts/index.yaml", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("status %d", rec.Code)
-	}
-	var index struct {
-		APIVersion string                      `json:"apiVersion"`
-		Entries    map[string][]map[string]any `json:"entries"`
-	}
-	if err := yaml.Unmarshal(rec.Body.Bytes(), &index); err != nil {
-		t.Fatalf("the index is not YAML: %v\n%s", err, rec.Body)
-	}
-	if index.APIVersion != "v1" {
-		t.Errorf("apiVersion %q", index.APIVersion)
-	}
-	var versions []string
-	for _, e := range index.Entries["gpu-operator"] {
-		versions = append(versions, e["version"].(string))
-	}
-	if !slices.Contains(versions, "v25.3.4") || !slices.Contains(versions, "v25.10.1") {
-		t.Errorf("gpu-operator versions %v", versions)
-	}
-	rec = httptest.NewRecorder()
-	ServeHelmIndex(rec, httptest.NewRequest(http.MethodGet, "/charts/gpu-operator-v25.3.4.tgz", nil))
-	if rec.Code != http.StatusNotFound {
-		t.Errorf("a chart download: status %d, want 404 (no chart is served)", rec.Code)
 	}
 }
 

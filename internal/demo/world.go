@@ -5,11 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +29,10 @@ const (
 	stg  = "stg"
 	prod = "prod"
 
+	// waveProduction is the wave prod is in (a wave may not share a
+	// cluster's name: approvals name either).
+	waveProduction = "production"
+
 	relGood  = "r2026-10"
 	relDrill = "r2026-10-drill"
 
@@ -37,12 +40,12 @@ const (
 	drvGood   = "580.95.05"
 	drvDrill  = "580.82.07"
 
-	gpuOperatorCRDs = "v25.10.1"
-	product         = "NVIDIA-H100-80GB-HBM3"
-	poolName        = "h100"
-	poolNodes       = 3
+	chartVersion = "v25.3.4"
+	product      = "NVIDIA-H100-80GB-HBM3"
+	poolName     = "h100"
+	poolNodes    = 3
 
-	placeholderCharts = "http://127.0.0.1:1/charts"
+	placeholderCharts = `"../shared/operators"`
 )
 
 var clusterNames = []string{stg, prod}
@@ -53,31 +56,34 @@ type world struct {
 	tb        *testbed.Testbed
 	dir       string
 	fleetFile string
-	charts    *httptest.Server
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 }
 
-// start starts the testbed, a node agent, a lifecycle controller and the
-// simulated operators per cluster, the Helm index server and the fleet
-// repository. On error everything started is stopped.
+// start starts the testbed (with the controller-manager, scheduler and
+// kwok), per cluster a node agent, the real GPU Operator once Flux has
+// applied its chart, and a lifecycle controller, and the fleet repository.
+// On error everything started is stopped.
 func start(ctx context.Context, o Options) (w *world, err error) {
-	crds, err := gatetest.CRDDirs(o.Root, gpuOperatorCRDs)
+	operators, err := filepath.Abs(filepath.Join(o.Root, "..", "shared", "operators"))
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(operators, "gpu-operator", chartVersion)); err != nil {
+		return nil, fmt.Errorf("the demo needs the real GPU Operator charts in ../shared/operators beside the repository: %w", err)
 	}
 	bins, err := testbed.FindBinaries()
 	if err != nil {
 		return nil, err
 	}
-	var keep []string
-	for _, d := range crds {
-		if filepath.Clean(d) != filepath.Clean(bins.FluxCRDDir()) {
-			keep = append(keep, d)
-		}
+	if err := bins.CheckGPUOperator(); err != nil {
+		return nil, err
 	}
+	// Flux applies the operator's CRDs (the manifests mode renders them);
+	// the DriverRollout CRD is the controller's to install.
 	tb, err := testbed.Start(ctx, testbed.Options{
-		Clusters: clusterNames, CRDDirs: keep, Flux: true, Git: true, Scheme: gatetest.Scheme(),
+		Clusters: clusterNames, CRDDirs: []string{filepath.Join(o.Root, "config", "crd", "bases")},
+		Flux: true, Git: true, Kube: true, Kwok: true, Scheme: gatetest.Scheme(),
 		Dir: o.Dir, StartTimeout: 3 * time.Minute,
 	})
 	if err != nil {
@@ -90,19 +96,16 @@ func start(ctx context.Context, o Options) (w *world, err error) {
 			err = errors.Join(err, w.stop())
 		}
 	}()
-	w.charts = httptest.NewServer(http.HandlerFunc(ServeHelmIndex))
 
 	for _, name := range clusterNames {
 		c := tb.Cluster(name)
-		if err := CreateClusterPolicy(ctx, c.Client); err != nil {
-			return w, fmt.Errorf("cluster %s: %w", name, err)
-		}
-		sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: []string{drvDrill}, InstallTime: time.Second})
+		sim := nodesim.New(c.Client, nodesim.Options{Kwok: true, BadDrivers: []string{drvDrill}, InstallTime: time.Second})
 		if _, err := sim.AddPool(ctx, nodesim.Pool{Name: poolName, Product: product, Nodes: poolNodes, Driver: drvStable}); err != nil {
 			return w, fmt.Errorf("cluster %s: node agent: %w", name, err)
 		}
 		w.wg.Go(func() { _ = sim.Run(bg) })
-		w.wg.Go(func() { PlayOperators(bg, c.Client) })
+		w.wg.Go(func() { PlayNotificationController(bg, c.Client) })
+		w.wg.Go(func() { _, _ = c.StartGPUOperatorWhenApplied(bg, testbed.GPUOperatorOptions{}) })
 		mgr, err := controller.NewManager(bg, c.Config, controller.Options{
 			MetricsAddr: "0", ProbeAddr: "0", DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
 			SkipNameValidation: true,
@@ -118,7 +121,7 @@ func start(ctx context.Context, o Options) (w *world, err error) {
 	if err != nil {
 		return w, err
 	}
-	src := bytes.Replace(fleetTOML, []byte(placeholderCharts), []byte(w.charts.URL+"/charts"), 1)
+	src := bytes.Replace(fleetTOML, []byte(placeholderCharts), []byte(strconv.Quote(operators)), 1)
 	w.fleetFile = filepath.Join(w.dir, "fleet.toml")
 	if err := os.WriteFile(w.fleetFile, src, 0o644); err != nil {
 		return w, err
@@ -141,9 +144,6 @@ func start(ctx context.Context, o Options) (w *world, err error) {
 func (w *world) stop() error {
 	w.cancel()
 	w.wg.Wait()
-	if w.charts != nil {
-		w.charts.Close()
-	}
 	return w.tb.Stop()
 }
 

@@ -18,6 +18,7 @@ import (
 type Observed struct {
 	Kustomizations map[string]*unstructured.Unstructured
 	HelmReleases   map[string]*unstructured.Unstructured
+	Deployments    map[string]*unstructured.Unstructured
 	ClusterPolicy  *unstructured.Unstructured
 	NVIDIADrivers  map[string]*unstructured.Unstructured
 	Nodes          []corev1.Node
@@ -52,6 +53,12 @@ func Evaluate(e Expected, o Observed) []Check {
 		ok, observed, msg := helmReleaseReady(o.HelmReleases[key], want)
 		add("flux/HelmRelease/"+key, ok, "Ready at chart "+want, observed, msg)
 	}
+	for _, key := range sortedKeys(e.OperatorDeployments) {
+		want := e.OperatorDeployments[key]
+		_, name, _ := cutKey(key)
+		ok, observed, msg := operatorDeploymentReady(o.Deployments[key], name, want)
+		add("operators/Deployment/"+key, ok, "Available, chart "+want, observed, msg)
+	}
 	ok, observed, msg := stateReady(o.ClusterPolicy, "ClusterPolicy")
 	add("gpu-operator/ClusterPolicy", ok, "ready", observed, msg)
 	for _, name := range e.NVIDIADrivers {
@@ -60,7 +67,7 @@ func Evaluate(e Expected, o Observed) []Check {
 	}
 	checks = append(checks, nodeChecks(e, o.Nodes)...)
 	ok, observed, msg = rolloutComplete(o.Rollout, e)
-	add("lifecycle/DriverRollout/"+e.Rollout, ok, "Completed, budget held", observed, msg)
+	add(CheckLifecycle+e.Rollout, ok, "Completed, budget held", observed, msg)
 	return checks
 }
 
@@ -101,6 +108,28 @@ func helmReleaseReady(u *unstructured.Unstructured, version string) (bool, strin
 	}
 	if chart != version {
 		return false, observed, fmt.Sprintf("chart %s is deployed, %s expected", chart, version)
+	}
+	return true, observed, ""
+}
+
+// operatorDeploymentReady judges an operator's Deployment in the manifests
+// chart mode: it exists, carries the chart label of the expected version,
+// and kstatus finds it Current (the new ReplicaSet's pods Available).
+func operatorDeploymentReady(u *unstructured.Unstructured, chartName, chart string) (bool, string, string) {
+	if u == nil {
+		return false, "missing", "the operator's Deployment does not exist: has Flux applied the operators step?"
+	}
+	got := normalChartLabel(chartName, u.GetLabels()[labelHelmChart])
+	res, err := status.Compute(u)
+	if err != nil {
+		return false, "unreadable status", err.Error()
+	}
+	observed := fmt.Sprintf("%s, chart %s", res.Status, cmpOr(got, "unlabelled"))
+	if got != chart {
+		return false, observed, fmt.Sprintf("chart %s is applied, %s expected", cmpOr(got, "(no "+labelHelmChart+" label)"), chart)
+	}
+	if res.Status != status.CurrentStatus {
+		return false, observed, cmpOr(res.Message, "not Available")
 	}
 	return true, observed, ""
 }
@@ -198,6 +227,11 @@ func nodeReady(n corev1.Node) bool {
 	return false
 }
 
+// CheckLifecycle starts the name of the check of a cluster's DriverRollout;
+// its Observed says the rollout's phase (e.g. CompletedWithFailures), nodes
+// done and budget used, which `gpufleet status --live` shows.
+const CheckLifecycle = "lifecycle/DriverRollout/"
+
 func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, string) {
 	if dr == nil {
 		return false, "missing", "the DriverRollout does not exist: has the lifecycle step been applied?"
@@ -208,6 +242,12 @@ func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, stri
 	}
 	if dr.Status.ObservedGeneration != dr.Generation {
 		return false, observed, "the controller has not observed the latest spec yet"
+	}
+	// Finished, but with nodes rolled back or quarantined: they are not on
+	// the release's driver, whatever the budget allowed. Said before the
+	// Stalled that goes with it, so the verdict names what happened.
+	if c := condition(dr, v1alpha1.ConditionCompletedWithFailures); c != nil && c.Status == "True" {
+		return false, observed, "CompletedWithFailures: " + c.Message
 	}
 	if c := condition(dr, v1alpha1.ConditionStalled); c != nil && c.Status == "True" {
 		return false, observed, "Stalled: " + c.Message

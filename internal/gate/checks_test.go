@@ -102,6 +102,17 @@ func TestEvaluate(t *testing.T) {
 			o.Rollout.Status.Conditions = append(o.Rollout.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Message: "canary h100-a failed its install"})
 		}, "lifecycle/DriverRollout/r2026-06", "Stalled: canary h100-a failed its install"},
 		{"DriverRollout over budget", func(_ Expected, o *Observed) { o.Rollout.Status.BudgetUsed = 2 }, "lifecycle/DriverRollout/r2026-06", "failure budget is exceeded"},
+		{"DriverRollout completed with a node rolled back", func(_ Expected, o *Observed) {
+			// Within the budget, but a node is left on the old driver: the
+			// gate says so by name (issue 16), not as a bare Stalled.
+			msg := "3 of 4 nodes on 580.95.05, 1 rolled back, 0 quarantined: 1 node failed and is not on 580.95.05"
+			o.Rollout.Status.Phase, o.Rollout.Status.BudgetUsed, o.Rollout.Status.Nodes = v1alpha1.PhaseCompletedWithFailures, 1, v1alpha1.NodeCounts{Done: 3, RolledBack: 1}
+			o.Rollout.Status.Conditions = []metav1.Condition{
+				{Type: v1alpha1.ConditionCompleted, Status: metav1.ConditionFalse},
+				{Type: v1alpha1.ConditionCompletedWithFailures, Status: metav1.ConditionTrue, Message: msg},
+				{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Message: msg},
+			}
+		}, "lifecycle/DriverRollout/r2026-06", "CompletedWithFailures: 3 of 4 nodes on 580.95.05, 1 rolled back"},
 		{"DriverRollout not done", func(_ Expected, o *Observed) {
 			o.Rollout.Status.Phase = v1alpha1.PhaseWaitingForApproval
 			o.Rollout.Status.Conditions = nil

@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"strings"
+
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -13,8 +15,15 @@ type Expected struct {
 	Revision string
 	// Kustomizations are the Flux Kustomizations (flux-system) that must be Ready.
 	Kustomizations []string
-	// HelmReleases maps namespace/name to the expected chart version.
+	// HelmReleases maps namespace/name to the expected chart version
+	// (the helmrelease chart mode).
 	HelmReleases map[string]string
+	// OperatorDeployments maps namespace/name of each operator's Deployment
+	// to its expected chart and version ("gpu-operator-25.3.4", the Helm
+	// chart label the chart gives its objects, see chartLabel): in the manifests chart mode
+	// there is no HelmRelease, and the operator's Deployment, applied by
+	// Flux from the pre-rendered chart, says which chart version runs.
+	OperatorDeployments map[string]string
 	// NVIDIADrivers are the NVIDIADriver objects of the release.
 	NVIDIADrivers []string
 	Pools         []*fleet.Pool
@@ -38,12 +47,19 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		Release:          rel,
 		Revision:         revision,
 		Kustomizations:   []string{"operators", "config", "lifecycle"},
-		HelmReleases:     map[string]string{render.GPUOperatorNamespace + "/gpu-operator": rel.GPUOperator, render.NetworkOperatorNamespace + "/network-operator": rel.NetworkOperator},
 		Pools:            c.Pools,
 		SharedProduct:    map[string]bool{},
 		SignalConditions: pol.Health.NodeConditions,
 		MaxQuarantined:   pol.FailureBudget,
 		Rollout:          rel.Name,
+	}
+	if f.Charts.Mode == fleet.ModeManifests {
+		e.OperatorDeployments = map[string]string{
+			render.GPUOperatorNamespace + "/gpu-operator":         chartLabel("gpu-operator", rel.GPUOperator),
+			render.NetworkOperatorNamespace + "/network-operator": chartLabel("network-operator", rel.NetworkOperator),
+		}
+	} else {
+		e.HelmReleases = map[string]string{render.GPUOperatorNamespace + "/gpu-operator": rel.GPUOperator, render.NetworkOperatorNamespace + "/network-operator": rel.NetworkOperator}
 	}
 	if f.Stack != nil {
 		e.Kustomizations = append(e.Kustomizations, "infra-controllers", "infra-configs")
@@ -60,4 +76,23 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		e.SharedProduct[p.Name] = products[p.Product] > 1
 	}
 	return e
+}
+
+// labelHelmChart is the label Helm charts put on their objects:
+// "<chart>-<chart version>".
+const labelHelmChart = "helm.sh/chart"
+
+// chartLabel is the helm.sh/chart label of chart at version, without the
+// "v" some charts put before their version ("gpu-operator-v25.3.4" and
+// "gpu-operator-25.3.4" are the same chart version).
+func chartLabel(chart, version string) string {
+	return chart + "-" + strings.TrimPrefix(version, "v")
+}
+
+// normalChartLabel is label with the "v" after the chart name removed.
+func normalChartLabel(chart, label string) string {
+	if rest, ok := strings.CutPrefix(label, chart+"-v"); ok {
+		return chart + "-" + rest
+	}
+	return label
 }

@@ -19,6 +19,7 @@ import (
 var (
 	gvkKustomization = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 	gvkHelmRelease   = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
+	gvkDeployment    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	gvkClusterPolicy = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicyList"}
 	gvkNVIDIADriver  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
 )
@@ -42,6 +43,7 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 	o := Observed{
 		Kustomizations: map[string]*unstructured.Unstructured{},
 		HelmReleases:   map[string]*unstructured.Unstructured{},
+		Deployments:    map[string]*unstructured.Unstructured{},
 		NVIDIADrivers:  map[string]*unstructured.Unstructured{},
 	}
 	get := func(gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
@@ -71,6 +73,14 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 			return o, err
 		}
 		o.HelmReleases[key] = u
+	}
+	for key := range e.OperatorDeployments {
+		ns, name, _ := cutKey(key)
+		u, err := get(gvkDeployment, client.ObjectKey{Namespace: ns, Name: name})
+		if err != nil {
+			return o, err
+		}
+		o.Deployments[key] = u
 	}
 	for _, name := range e.NVIDIADrivers {
 		u, err := get(gvkNVIDIADriver, client.ObjectKey{Name: name})

@@ -22,6 +22,12 @@ type Options struct {
 const AnnotationStartup = "gpufleet.io/startup"
 
 // Run lints the repository at root.
+
+// AnnotationNoWait on a Flux Kustomization says why it deliberately does
+// not wait for its objects' health; lint then does not report it as a
+// dependency nobody waits for.
+const AnnotationNoWait = "lint.gpufleet.io/no-wait"
+
 func Run(root string, opts Options) (*Report, error) {
 	r, findings, err := load(root)
 	if err != nil {
@@ -103,7 +109,9 @@ func fluxKustomizations(r *repo) []*kustomization {
 			k.timeout = k.interval
 		}
 		hc := lookup(d.node, "spec", "healthChecks")
-		k.waits = scalar(d.node, "spec", "wait") == "true" || (hc != nil && len(hc.Content) > 0)
+		k.waits = scalar(d.node, "spec", "wait") == "true" || (hc != nil && len(hc.Content) > 0) ||
+			// Not waiting on purpose, with the reason written down.
+			strings.TrimSpace(scalar(d.node, "metadata", "annotations", AnnotationNoWait)) != ""
 		k.path = strings.TrimPrefix(path.Clean("/"+scalar(d.node, "spec", "path")), "/")
 		if deps := lookup(d.node, "spec", "dependsOn"); deps != nil {
 			k.dependsOnLine = keyLine(d.node, "spec", "dependsOn")

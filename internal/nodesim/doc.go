@@ -1,22 +1,29 @@
 // Package nodesim simulates GPU nodes on a real API server that has no
-// kubelet and no GPUs behind it: the testbed and "gpufleet demo" use it.
+// GPUs behind it: the testbed and "gpufleet demo" use it.
 //
-// For each simulated node it plays three parts:
+// With [Options.Kwok] (the end-to-end suite) kwok is the kubelet, the real
+// controller-manager and scheduler run pods, and the real GPU Operator's
+// DaemonSets put the driver pods on the nodes. The simulator then plays only
+// what has no program behind it here:
 //
-//   - the kubelet: it creates the Node with GPU Feature Discovery labels for
-//     its pool, keeps the Ready condition's heartbeat fresh, finishes the
-//     deletion of pods bound to the node once their grace period ends (without
-//     it, evicted pods stay Terminating for ever), and can mark those pods
-//     Running and Ready;
-//   - the GPU Operator's driver DaemonSet: when the node's gpufleet.io/driver
-//     label changes, the old driver pod goes, a pod for the new version
-//     appears and, after the install time, becomes Ready and the
-//     nvidia.com/cuda.driver-version.* labels change to the new version;
-//     a version marked bad never becomes Ready (its container shows
-//     CrashLoopBackOff) and the labels keep the old version;
-//   - a GPU node problem detector: on command it raises an XID or ECC error
-//     as a node condition and a Kubernetes Event on the node, and clears it;
-//     it also takes the node NotReady and back.
+//   - Node Feature Discovery and GPU Feature Discovery: nodes register with
+//     the labels those would set (the NVIDIA PCI device, OS release and
+//     kernel the operator keys its DaemonSets on, GPU product, count and
+//     memory, and the installed driver's version);
+//   - the driver install inside each of the operator's driver pods: how long
+//     it takes, whether it ever succeeds (a version marked bad crash-loops),
+//     and GFD's driver-version labels once the pod is Ready;
+//   - a GPU node problem detector: XID or ECC errors as node conditions and
+//     Kubernetes Events; and a kubelet that stops (the node leaves kwok, its
+//     Lease goes stale, and the real node lifecycle controller marks it
+//     NotReady and taints it).
+//
+// Without Kwok (tests whose testbed runs only kube-apiserver and etcd) it
+// also plays the kubelet (Ready heartbeats, finishing the deletion of pods,
+// starting pods) and the GPU Operator's driver DaemonSet (a driver pod per
+// gpufleet.io/driver label). That stand-alone mode is a stand-in kept for
+// the controller's and the gate's envtest suites, which do not run the
+// operator; the end-to-end suite does not use it.
 //
 // State lives in the cluster (labels, pod annotations, conditions), so a
 // restarted simulator carries on where the last one stopped; only faults

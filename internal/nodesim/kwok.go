@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,18 +97,7 @@ func (s *Sim) ensureKwokNode(ctx context.Context, p Pool, name string) error {
 	}
 	// The capacity is the node's to report; kwok writes the conditions.
 	if err := s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
-		res := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("96"),
-			corev1.ResourceMemory: resource.MustParse("1Ti"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-			ResourceGPU:           resource.MustParse(strconv.Itoa(p.GPUCount)),
-		}
-		n.Status.Capacity = res
-		n.Status.Allocatable = res.DeepCopy()
-		n.Status.NodeInfo = corev1.NodeSystemInfo{
-			KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
-			OSImage: "Ubuntu 22.04.5 LTS", KernelVersion: simKernel, ContainerRuntimeVersion: "containerd://2.1.0",
-		}
+		setCapacity(n, p)
 		return true
 	}); err != nil {
 		return err
@@ -123,23 +110,10 @@ func (s *Sim) ensureKwokNode(ctx context.Context, p Pool, name string) error {
 // install inside the driver pods the operator's DaemonSets put there.
 func (s *Sim) syncKwok(ctx context.Context) error {
 	now := s.opts.Clock.Now()
-	nodes := &corev1.NodeList{}
-	if err := s.c.List(ctx, nodes); err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	pods := &corev1.PodList{}
-	if err := s.c.List(ctx, pods, client.InNamespace(s.opts.DriverNamespace),
-		client.MatchingLabels{"app.kubernetes.io/component": DriverComponent}); err != nil {
-		return fmt.Errorf("list driver pods: %w", err)
-	}
-	byName := map[string]*corev1.Node{}
-	for i := range nodes.Items {
-		byName[nodes.Items[i].Name] = &nodes.Items[i]
-	}
-	podsOn := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
+	byName, podsOn, err := s.snapshot(ctx, client.InNamespace(s.opts.DriverNamespace),
+		client.MatchingLabels{"app.kubernetes.io/component": DriverComponent})
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, name := range s.Nodes() {
@@ -152,6 +126,10 @@ func (s *Sim) syncKwok(ctx context.Context) error {
 			continue
 		}
 		errs = append(errs, s.kwokHeartbeat(ctx, n))
+		if s.isNotReady(name) {
+			// The node's kubelet is down: nothing on it changes.
+			continue
+		}
 		for _, p := range podsOn[name] {
 			errs = append(errs, s.syncDriverInstall(ctx, n, p, now))
 		}

@@ -37,18 +37,7 @@ func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 	}
 	now := s.opts.Clock.Now()
 	if err := s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
-		res := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("96"),
-			corev1.ResourceMemory: resource.MustParse("1Ti"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-			ResourceGPU:           resource.MustParse(strconv.Itoa(p.GPUCount)),
-		}
-		n.Status.Capacity = res
-		n.Status.Allocatable = res.DeepCopy()
-		n.Status.NodeInfo = corev1.NodeSystemInfo{
-			KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
-			OSImage: "Ubuntu 22.04.5 LTS (simulated)", ContainerRuntimeVersion: "containerd://2.1.0",
-		}
+		setCapacity(n, p)
 		setCondition(n, readyCondition(true, now))
 		return true
 	}); err != nil {
@@ -166,4 +155,22 @@ func (s *Sim) updateNodeLabels(ctx context.Context, name string, labels map[stri
 		return fmt.Errorf("node %s: update labels: %w", name, err)
 	}
 	return nil
+}
+
+// setCapacity writes what a node of pool p reports of itself: its
+// resources (the GPUs the device plugin advertises among them) and system
+// info (the OS and kernel NFD's labels say too).
+func setCapacity(n *corev1.Node, p Pool) {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("96"),
+		corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+		ResourceGPU:           resource.MustParse(strconv.Itoa(p.GPUCount)),
+	}
+	n.Status.Capacity = res
+	n.Status.Allocatable = res.DeepCopy()
+	n.Status.NodeInfo = corev1.NodeSystemInfo{
+		KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
+		OSImage: "Ubuntu 22.04.5 LTS", KernelVersion: simKernel, ContainerRuntimeVersion: "containerd://2.1.0",
+	}
 }

@@ -185,22 +185,9 @@ func (s *Sim) Sync(ctx context.Context) error {
 		return s.syncKwok(ctx)
 	}
 	now := s.opts.Clock.Now()
-	nodes := &corev1.NodeList{}
-	if err := s.c.List(ctx, nodes); err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	pods := &corev1.PodList{}
-	if err := s.c.List(ctx, pods); err != nil {
-		return fmt.Errorf("list pods: %w", err)
-	}
-	byName := map[string]*corev1.Node{}
-	for i := range nodes.Items {
-		byName[nodes.Items[i].Name] = &nodes.Items[i]
-	}
-	podsOn := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
+	byName, podsOn, err := s.snapshot(ctx)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, name := range s.Nodes() {
@@ -219,4 +206,27 @@ func (s *Sim) Sync(ctx context.Context) error {
 			s.syncPods(ctx, podsOn[name], now))
 	}
 	return errors.Join(errs...)
+}
+
+// snapshot reads the cluster's nodes by name and the pods bound to each
+// node (those matching podOpts), with one list call each.
+func (s *Sim) snapshot(ctx context.Context, podOpts ...client.ListOption) (map[string]*corev1.Node, map[string][]*corev1.Pod, error) {
+	nodes := &corev1.NodeList{}
+	if err := s.c.List(ctx, nodes); err != nil {
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := s.c.List(ctx, pods, podOpts...); err != nil {
+		return nil, nil, fmt.Errorf("list pods: %w", err)
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	podsOn := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
+	}
+	return byName, podsOn, nil
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/lint"
 )
 
 // The three steps of a cluster, applied in this order.
@@ -42,30 +43,55 @@ type step struct {
 	dependsOn string
 	interval  time.Duration
 	timeout   time.Duration
+	// noWait: the step is Ready once applied, without waiting for its
+	// objects to be healthy.
+	noWait bool
 }
 
 var steps = []step{
 	// Installing both operators can take minutes (CRDs, NFD, webhooks).
 	{name: stepOperators, interval: 10 * time.Minute, timeout: 15 * time.Minute},
 	// NVIDIADriver objects need the operator's CRDs and controller first.
-	{name: stepConfig, dependsOn: stepOperators, interval: 10 * time.Minute, timeout: 5 * time.Minute},
+	//
+	// The step does not wait for its NVIDIADrivers to be healthy: the GPU
+	// Operator reports an NVIDIADriver that selects no node "notReady" (no
+	// nodes matching the given node selector), and during a rollout one of
+	// the two always selects none for a while, the new one before the first
+	// node moves and the old one after the last. Waiting would hold the
+	// lifecycle step, which moves the nodes, for the whole timeout on every
+	// pass: on the real operator a git revert of a finished rollout
+	// deadlocked that way. (A CEL health check cannot say "reconciled"
+	// either: Flux fails an expression on an object with no status yet,
+	// which a new NVIDIADriver is.) Each node's driver pod is judged by the
+	// controller as it moves the node, and every NVIDIADriver of the release
+	// by `gpufleet gate`.
+	{name: stepConfig, dependsOn: stepOperators, interval: 10 * time.Minute, timeout: 5 * time.Minute, noWait: true},
 	// A DriverRollout applied before its NVIDIADriver objects would stall.
 	{name: stepLifecycle, dependsOn: stepConfig, interval: 2 * time.Minute, timeout: 5 * time.Minute},
 }
+
+// noWaitReason is why the config step does not wait, written on it for
+// people and for `gpufleet lint` (see steps).
+const noWaitReason = "an NVIDIADriver that selects no node is never ready, and during a rollout one always selects none; " +
+	"the lifecycle controller judges each node's driver pod, gpufleet gate every NVIDIADriver of the release"
 
 // driverRolloutHealth tells Flux when a DriverRollout is healthy: once the
 // controller has taken in its spec, not when the rollout completes. A
 // rollout takes hours and waits for approvals and windows; if the lifecycle
 // step waited for that, Flux would hold the step for its whole timeout on
 // every pass, and the next commit (an approval, a pause, an abort) would
-// reach the cluster minutes late. A Stalled rollout fails the step, so Flux
-// alerts on it; `gpufleet gate` checks completion.
+// reach the cluster minutes late. A rollout that will not go on by itself
+// fails the step, so Flux alerts on it: Stalled, and CompletedWithFailures
+// (finished, with nodes rolled back or quarantined: not on the release's
+// driver, whatever the failure budget allowed). The controller sets Stalled
+// with the latter too; naming both keeps the step failing if that ever
+// changes. `gpufleet gate` checks completion.
 var driverRolloutHealth = []kustomize.CustomHealthCheck{{
 	APIVersion: "gpufleet.io/v1alpha1",
 	Kind:       "DriverRollout",
 	HealthCheckExpressions: kustomize.HealthCheckExpressions{
 		Current: "has(status.observedGeneration) && status.observedGeneration == metadata.generation",
-		Failed:  "has(status.conditions) && status.conditions.exists(c, c.type == 'Stalled' && c.status == 'True')",
+		Failed:  "has(status.conditions) && status.conditions.exists(c, (c.type == 'Stalled' || c.type == 'CompletedWithFailures') && c.status == 'True')",
 	},
 }}
 
@@ -81,7 +107,7 @@ func fluxKustomizations(p clusterPlan) []object {
 				Interval:  metav1.Duration{Duration: s.interval},
 				Path:      "./" + path.Join(ClusterDir(p.cluster.Name), s.name),
 				Prune:     true,
-				Wait:      true,
+				Wait:      !s.noWait,
 				Timeout:   &metav1.Duration{Duration: s.timeout},
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: fluxSource},
 			},
@@ -91,6 +117,9 @@ func fluxKustomizations(p clusterPlan) []object {
 		}
 		if s.name == stepLifecycle {
 			k.Spec.HealthCheckExprs = driverRolloutHealth
+		}
+		if s.noWait {
+			k.Annotations = map[string]string{lint.AnnotationNoWait: noWaitReason}
 		}
 		objs = append(objs, object{file: "flux-" + s.name + ".yaml", obj: k})
 	}

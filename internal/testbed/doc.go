@@ -13,10 +13,20 @@
 // [Registry] is a real OCI registry in the test process for them to scan,
 // and [GitRepo.ReadBranch] reads back what image automation pushed.
 //
-// What is not real: no kubelet, scheduler or controller-manager runs. Pods bound
-// to a node stay Terminating after deletion and nothing creates ReplicaSets or
-// DaemonSet pods. Package nodesim plays the kubelet and the GPU driver for the
-// nodes a test needs.
+// With [Options.Kube] each cluster also runs kube-controller-manager (the
+// controllers in [KubeControllers]) and kube-scheduler, and with
+// [Options.Kwok] kwok as the kubelet of the nodes labelled
+// [KwokNodeLabel]=fake (heartbeats and Leases, pod phases, pod deletion),
+// plus a CPU-only [SystemNode]. [Cluster.StartGPUOperator] runs the real
+// NVIDIA GPU Operator for a cluster, out of cluster, configured by the
+// Deployment its chart installed and chrooted into a private root that holds
+// its state manifests.
+//
+// What is not real: no kubelet, container runtime or GPU. kwok plays the
+// kubelet; package nodesim plays what is GPU-specific (NFD and GFD labels,
+// the driver install inside the operator's driver pods, XID/ECC faults).
+// Without Kube and Kwok nothing creates pods or finishes their deletion, and
+// nodesim's stand-alone mode plays the kubelet and the driver DaemonSet.
 //
 // The programs come from "make testbin" (hack/testbin.sh), which builds them
 // once into a per-user cache and copies them into bin/testbin. [FindBinaries]

@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -152,6 +154,44 @@ func (c *Cluster) StartGPUOperator(ctx context.Context, opts GPUOperatorOptions)
 	}
 	c.GPUOperator = &GPUOperator{Env: cmd.Env, Args: args, proc: p}
 	return c.GPUOperator, nil
+}
+
+// StartGPUOperatorWhenApplied waits until the GPU Operator's chart has been
+// applied to c (its Deployment exists and its ClusterPolicy and
+// NVIDIADriver CRDs are established), then starts the operator as
+// [Cluster.StartGPUOperator] does. It returns when the operator runs, or
+// when ctx ends. Flux applying the chart in the background is the use.
+func (c *Cluster) StartGPUOperatorWhenApplied(ctx context.Context, opts GPUOperatorOptions) (*GPUOperator, error) {
+	ns, name := cmp.Or(opts.Namespace, "gpu-operator"), cmp.Or(opts.Deployment, "gpu-operator")
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster %s: the GPU Operator's chart was never applied: %w", c.Name, ctx.Err())
+		case <-tick.C:
+		}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &appsv1.Deployment{}); err != nil {
+			continue
+		}
+		if c.established(ctx, "clusterpolicies.nvidia.com") && c.established(ctx, "nvidiadrivers.nvidia.com") {
+			return c.StartGPUOperator(ctx, opts)
+		}
+	}
+}
+
+// established reports whether the CRD name is established in c.
+func (c *Cluster) established(ctx context.Context, name string) bool {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return false
+	}
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established {
+			return cond.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // bindMount is a file or folder of the host seen at another path in the

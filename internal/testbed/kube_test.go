@@ -35,7 +35,7 @@ func TestKubeRunsPods(t *testing.T) {
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{PodReadyAfterAnnotation: "2s"}},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}},
 			},
 		},
@@ -55,7 +55,11 @@ func TestKubeRunsPods(t *testing.T) {
 	}
 	start := time.Now()
 	pods := waitPods(ctx, t, c, labels, 2, func(p *corev1.Pod) bool { return p.Spec.NodeName == SystemNode && podReady(p) })
-	t.Logf("2 pods scheduled on %s and Ready after %s", SystemNode, time.Since(start).Round(10*time.Millisecond))
+	took := time.Since(start)
+	t.Logf("2 pods scheduled on %s and Ready after %s", SystemNode, took.Round(10*time.Millisecond))
+	if took < 2*time.Second {
+		t.Errorf("pods Ready after %s, before the 2s their annotation asks", took)
+	}
 
 	// The disruption controller allows one eviction (2 healthy, 1 needed).
 	waitFor(ctx, t, "the PodDisruptionBudget allows 1 disruption", func() (bool, string) {
@@ -73,13 +77,18 @@ func TestKubeRunsPods(t *testing.T) {
 	if err := evict(&pods[0]); err != nil {
 		t.Fatalf("first eviction: %v", err)
 	}
-	// Until the replacement is Ready the budget allows nothing more.
+	evicted := time.Now()
+	// Until the replacement is Ready (2 s after it is bound, its
+	// annotation says) the budget allows nothing more.
 	err := evict(&pods[1])
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("second eviction while the first pod's replacement is not Ready: %v, want 429", err)
 	}
 	t.Logf("refused as expected: %v", err)
 	waitPods(ctx, t, c, labels, 2, func(p *corev1.Pod) bool { return p.Name != pods[0].Name && podReady(p) })
+	if d := time.Since(evicted); d < 2*time.Second {
+		t.Errorf("the replacement pod was Ready %s after the eviction, before its 2s start-up", d)
+	}
 }
 
 // TestNodeLifecycle proves the node lifecycle controller is real: a node

@@ -21,6 +21,11 @@ const binKwok = "kwok"
 // one that loses an annotation goes on being heartbeated.)
 const KwokNodeLabel = "kwok.x-k8s.io/node"
 
+// PodReadyAfterAnnotation on a pod makes kwok start it that long (a Go
+// duration, "5s") after it was bound, as a slow container would: a
+// replacement pod that is not Ready yet keeps a PodDisruptionBudget closed.
+const PodReadyAfterAnnotation = "testbed.gpufleet.io/ready-after"
+
 // KwokLeaseDuration is the node Lease duration kwok renews, well inside
 // [NodeMonitorGracePeriod] so a healthy node never looks late.
 const KwokLeaseDuration = 8 * time.Second

@@ -3,29 +3,35 @@
 // release, played on the testbed.
 //
 // Two clusters (staging and prod), each its own etcd and kube-apiserver,
-// real Flux source-controller and kustomize-controller, the real lifecycle
-// controller (in-process controller-runtime manager) and simulated GPU nodes
-// from the node agent (package nodesim). One real git server holds the fleet
-// repository; the promotion commands commit in a real git work tree and the
-// suite pushes each commit, as a person or CI would.
+// kube-controller-manager and kube-scheduler, real Flux source-controller and
+// kustomize-controller, kwok as the kubelet of three simulated H100 nodes,
+// the real NVIDIA GPU Operator (v25.3.4, out of cluster) and the real
+// lifecycle controller (in-process controller-runtime manager). One real git
+// server holds the fleet repository; the promotion commands commit in a real
+// git work tree and the suite pushes each commit, as a person or CI would.
 //
-// What is simulated, and why: no kubelet, scheduler or controller-manager
-// runs on the testbed, and helm-controller cannot be built here, so nothing
-// would ever reconcile the HelmReleases that the operators step applies, and
-// no GPU Operator would report its ClusterPolicy and NVIDIADrivers ready.
-// The rendered operators and config Kustomizations wait for those objects,
-// so the suite plays helm-controller and the GPU Operator for them: a
-// goroutine per cluster (demo.PlayOperators) marks every HelmRelease Ready at
-// its chart version and every NVIDIADriver (and one ClusterPolicy) state
-// "ready", the way the gate's own test fixtures do. It also marks the serving
-// stack's push Receiver Ready, as notification-controller (not built for the
-// testbed) would. A small HTTP server on loopback serves the Helm repository
-// index that source-controller fetches for the rendered HelmRepository. The
-// GPU nodes are the node agent's. Everything else is the real thing: the
-// operator and Flux CRDs, Flux applying the git server's commits, the
-// lifecycle controller, the gate, and the gpufleet commands (run in-process).
+// Flux applies the GPU Operator chart pre-rendered ([charts] mode =
+// "manifests"): the chart's real CRDs, RBAC, Deployment and ClusterPolicy,
+// and gpufleet's NVIDIADrivers. The operator reconciles them: it labels the
+// nodes, creates one driver DaemonSet per NVIDIADriver and the operand
+// DaemonSets, and reports ClusterPolicy and NVIDIADrivers ready by itself.
+// When the controller flips a drained node's gpufleet.io/driver label, the
+// real DaemonSet controller deletes the old driver pod, the new
+// NVIDIADriver's DaemonSet gets a pod onto the node through the real
+// scheduler, and kwok runs it.
 //
-// The suite needs the programs built by "make testbin" and the operator data
-// in ../shared/operators; it skips under -short and when the operator CRDs are
-// absent.
+// What is simulated, and why: there are no GPUs, container runtime or
+// kubelet. kwok plays the kubelet; the node agent (package nodesim) plays
+// NFD and GFD labels, how long the driver install inside a driver pod takes
+// and whether it succeeds (the drill's driver never does), and GPU faults.
+// notification-controller does not run in this suite: a goroutine
+// (demo.PlayNotificationController) marks the serving stack's push Receiver
+// Ready as it would. The Network Operator's chart is applied, but its
+// operator process is not run (kwok runs its pod as a placeholder).
+// flux bootstrap is replaced by creating the root GitRepository and
+// Kustomization.
+//
+// The suite needs the programs built by "make testbin" (it fails, naming
+// that command, without them) and the operator charts in ../shared/operators
+// (it skips, saying so, without them); it skips under -short.
 package e2e

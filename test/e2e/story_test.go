@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/cli"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
@@ -63,7 +66,7 @@ func TestFleetStory(t *testing.T) {
 		}
 		for _, c := range clusters {
 			for _, f := range []string{"kustomization.yaml", "flux-operators.yaml", "flux-config.yaml", "flux-lifecycle.yaml",
-				"operators/helmrelease-gpu-operator.yaml", "config/nvidiadriver-" + render.NVIDIADriverName(poolName, drvStable) + ".yaml", "lifecycle/driverrollout.yaml"} {
+				"operators/gpu-operator-" + chartStable + ".yaml", "config/nvidiadriver-" + render.NVIDIADriverName(poolName, drvStable) + ".yaml", "lifecycle/driverrollout.yaml"} {
 				if _, err := os.Stat(filepath.Join(w.dir, "clusters", c, f)); err != nil {
 					w.t.Errorf("render did not write clusters/%s/%s", c, f)
 				}
@@ -81,7 +84,7 @@ func TestFleetStory(t *testing.T) {
 		t0 := time.Now()
 		rev = w.push()
 		probes := map[string][4]string{ // step -> apiVersion, kind, namespace, name
-			"operators": {"helm.toolkit.fluxcd.io/v2", "HelmRelease", "gpu-operator", "gpu-operator"},
+			"operators": {"apps/v1", "Deployment", "gpu-operator", "gpu-operator"},
 			"config":    {"nvidia.com/v1alpha1", "NVIDIADriver", "", render.NVIDIADriverName(poolName, drvStable)},
 			"lifecycle": {"gpufleet.io/v1alpha1", "DriverRollout", "", relStable},
 		}
@@ -131,23 +134,57 @@ func TestFleetStory(t *testing.T) {
 			w.t.Errorf("render --check exit %d", code)
 		}
 	})
-	s.check("source-controller fetched the Helm repository index", func(w *world) {
+	s.check("the real GPU Operator reports ClusterPolicy and every NVIDIADriver ready by itself", func(w *world) {
 		for _, c := range clusters {
-			u := &unstructured.Unstructured{}
-			u.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-			u.SetKind("HelmRepository")
-			if err := w.client(c).Get(context.Background(), client.ObjectKey{Namespace: testbed.FluxNamespace, Name: "nvidia"}, u); err != nil {
-				w.t.Fatalf("%s: %v", c, err)
-			}
-			if !readyTrue(u) {
-				w.t.Errorf("%s: HelmRepository nvidia not Ready: %v", c, u.Object["status"])
-			}
+			w.eventually(2*time.Minute, c+": ClusterPolicy and NVIDIADrivers ready", func() (bool, string) {
+				var objs []*unstructured.Unstructured
+				policies := &unstructured.UnstructuredList{}
+				policies.SetAPIVersion("nvidia.com/v1")
+				policies.SetKind("ClusterPolicyList")
+				drivers := &unstructured.UnstructuredList{}
+				drivers.SetAPIVersion("nvidia.com/v1alpha1")
+				drivers.SetKind("NVIDIADriverList")
+				if err := w.client(c).List(context.Background(), policies); err != nil {
+					return false, err.Error()
+				}
+				if err := w.client(c).List(context.Background(), drivers); err != nil {
+					return false, err.Error()
+				}
+				for i := range policies.Items {
+					objs = append(objs, &policies.Items[i])
+				}
+				for i := range drivers.Items {
+					objs = append(objs, &drivers.Items[i])
+				}
+				if len(policies.Items) != 1 || len(drivers.Items) == 0 {
+					return false, fmt.Sprintf("%d ClusterPolicies, %d NVIDIADrivers", len(policies.Items), len(drivers.Items))
+				}
+				var notReady []string
+				for _, o := range objs {
+					state, _, _ := unstructured.NestedString(o.Object, "status", "state")
+					wrote, managers := operatorWrote(o)
+					if state != "ready" || !wrote {
+						notReady = append(notReady, fmt.Sprintf("%s %s: state %q, status written by %s", o.GetKind(), o.GetName(), state, managers))
+					}
+				}
+				return len(notReady) == 0, strings.Join(notReady, "; ")
+			})
+		}
+	})
+	s.check("one driver DaemonSet per NVIDIADriver, its pods only on the nodes that NVIDIADriver selects", func(w *world) {
+		for _, c := range clusters {
+			w.checkDriverPlacement(c)
+		}
+	})
+	s.check("the controller's default driver-pod selector matches the operator's real driver pods", func(w *world) {
+		for _, c := range clusters {
+			w.checkDefaultDriverPodSelector(c)
 		}
 	})
 	s.check("both clusters run the stable release", func(w *world) {
 		for _, c := range clusters {
-			if got := w.helmChart(c); got != chartStable {
-				w.t.Errorf("%s: HelmRelease gpu-operator at chart %s, want %s", c, got, chartStable)
+			if got := w.operatorChart(c); got != "gpu-operator-"+chartStable {
+				w.t.Errorf("%s: the GPU Operator's Deployment is of chart %s, want gpu-operator-%s", c, got, chartStable)
 			}
 			w.assertDrivers(c, drvStable)
 		}
@@ -167,6 +204,10 @@ func TestFleetStory(t *testing.T) {
 	})
 
 	// ------------------------------------------------------------ a good release
+	s.step("stg: a workload with a PodDisruptionBudget runs on the GPU nodes", func(w *world) {
+		w.createWorkload(stg)
+	})
+	blockedBefore := evictions("blocked")
 	s.step("start r2026-10: one commit, pushed", func(w *world) {
 		if _, code := w.mutate("start", relGood); code != 0 {
 			w.t.Fatalf("start exit %d", code)
@@ -178,10 +219,7 @@ func TestFleetStory(t *testing.T) {
 	})
 	s.step("stg: the DriverRollout upgrades the staging nodes, canary first", func(w *world) {
 		w.waitApplied(stg, rev, "operators", "config")
-		if got := w.helmChart(stg); got != chartGood {
-			w.t.Errorf("HelmRelease gpu-operator at chart %s, want %s", got, chartGood)
-		}
-		dr := w.waitRollout(stg, relGood, 2*time.Minute, v1alpha1.PhaseCompleted)
+		dr := w.waitRollout(stg, relGood, 3*time.Minute, v1alpha1.PhaseCompleted)
 		w.assertDrivers(stg, drvGood)
 		if dr.Status.Canary.Result != v1alpha1.CanaryPassed || len(dr.Status.Canary.Nodes) != 1 {
 			w.t.Errorf("canary status %+v, want one canary node that passed", dr.Status.Canary)
@@ -189,9 +227,40 @@ func TestFleetStory(t *testing.T) {
 		w.waitApplied(stg, rev, "lifecycle")
 		w.waitApplied(prod, rev)
 	})
+	s.check("stg: on each node the DaemonSet controller replaced the old driver pod by the new NVIDIADriver's, Ready on the new version", func(w *world) {
+		w.checkDriverPlacement(stg)
+		seen := w.rec[stg].seen()
+		old, cur := render.NVIDIADriverName(poolName, drvStable), render.NVIDIADriverName(poolName, drvGood)
+		dss := w.driverDaemonSets(stg)
+		for node, v := range w.drivers(stg) {
+			history := seen.driverPods[node]
+			// The last pod is the new NVIDIADriver's; an earlier one was the old one's.
+			last := history[len(history)-1]
+			ds, version, _ := strings.Cut(strings.TrimPrefix(last, "DaemonSet/"), "@")
+			if dss[ds] != cur || version != drvGood || v != drvGood {
+				w.t.Errorf("%s: last driver pod %s (NVIDIADriver %q), GFD %s; want a pod of %s at %s", node, last, dss[ds], v, cur, drvGood)
+			}
+			if !slices.ContainsFunc(history[:len(history)-1], func(e string) bool { return strings.HasSuffix(e, "@"+drvStable) }) {
+				w.t.Errorf("%s: no pod of the old driver seen before the new one: %v", node, history)
+			}
+			w.t.Logf("%s: driver pods seen in turn: %v (old NVIDIADriver %s)", node, history, old)
+		}
+	})
+	s.check("stg: drain honoured the workload's real PodDisruptionBudget", func(w *world) {
+		seen := w.rec[stg].seen()
+		blocked := evictions("blocked") - blockedBefore
+		w.t.Logf("evictions refused with 429 during the rollout: %.0f; fewest Ready workers seen: %d of %d (budget: at least %d)",
+			blocked, seen.minReady, workloadReplicas, workloadMin)
+		if seen.minReady < workloadMin {
+			w.t.Errorf("the workload fell to %d Ready workers, below its budget of %d", seen.minReady, workloadMin)
+		}
+		if blocked < 1 {
+			w.t.Errorf("no eviction was ever refused: two nodes drained at once while a replacement worker took %s to start should meet the budget", workloadStartup)
+		}
+	})
 	s.check("prod is untouched while staging rolls", func(w *world) {
-		if got := w.helmChart(prod); got != chartStable {
-			w.t.Errorf("prod HelmRelease at chart %s, want %s", got, chartStable)
+		if got := w.operatorChart(prod); got != "gpu-operator-"+chartStable {
+			w.t.Errorf("prod: the GPU Operator's Deployment is of chart %s, want gpu-operator-%s", got, chartStable)
 		}
 		w.assertDrivers(prod, drvStable)
 		if w.rollout(prod, relGood) != nil {
@@ -211,9 +280,6 @@ func TestFleetStory(t *testing.T) {
 		rev = w.push()
 		t0 := time.Now()
 		w.waitApplied(stg, rev, "operators", "config")
-		if got := w.helmChart(stg); got != chartStable {
-			w.t.Errorf("HelmRelease gpu-operator at chart %s after the revert, want %s", got, chartStable)
-		}
 		w.waitDrivers(stg, drvStable, 2*time.Minute)
 		w.t.Logf("staging back on driver %s %s after the revert was pushed", drvStable, since(t0))
 		w.eventually(time.Minute, "the reverted release's DriverRollout pruned", func() (bool, string) {
@@ -228,14 +294,14 @@ func TestFleetStory(t *testing.T) {
 		}
 		rev = w.push()
 		w.waitApplied(stg, rev, "operators", "config")
-		w.waitRollout(stg, relGood, 2*time.Minute, v1alpha1.PhaseCompleted)
+		w.waitRollout(stg, relGood, 3*time.Minute, v1alpha1.PhaseCompleted)
 		w.assertDrivers(stg, drvGood)
 		w.waitApplied(stg, rev, "lifecycle")
 		w.waitApplied(prod, rev)
 	})
 
 	// ------------------------------------------------------------ promotion to prod
-	approval := relGood + "/" + prod
+	approval := relGood + "/" + waveProduction
 	s.check("status prints the approval the flow waits for", func(w *world) {
 		out, code := w.gpufleet("status", "-f", w.fleetFile)
 		if code != 0 || !strings.Contains(out, "next: gpufleet approve "+approval) {
@@ -273,6 +339,22 @@ func TestFleetStory(t *testing.T) {
 			w.waitApplied(c, rev)
 		}
 	})
+	downNode := poolName + "-2"
+	s.step("prod: a node whose kubelet stops is marked NotReady and tainted by the real node lifecycle controller", func(w *world) {
+		if err := w.sims[prod].SetNotReady(context.Background(), downNode); err != nil {
+			w.t.Fatal(err)
+		}
+		t0 := time.Now()
+		w.eventually(time.Minute, downNode+" NotReady and tainted unreachable", func() (bool, string) {
+			n := &corev1.Node{}
+			if err := w.client(prod).Get(context.Background(), client.ObjectKey{Name: downNode}, n); err != nil {
+				return false, err.Error()
+			}
+			tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
+			return !nodeReady(n) && tainted, fmt.Sprintf("ready %t taints %v", nodeReady(n), n.Spec.Taints)
+		})
+		w.t.Logf("%s NotReady and tainted %s after its heartbeats stopped", downNode, since(t0))
+	})
 	s.step("promote: the gate passes and prod gets r2026-10", func(w *world) {
 		if _, code := w.mutate("promote"); code != 0 {
 			w.t.Fatalf("promote exit %d", code)
@@ -282,24 +364,65 @@ func TestFleetStory(t *testing.T) {
 		}
 		rev = w.push()
 		w.waitApplied(prod, rev, "operators", "config")
-		if got := w.helmChart(prod); got != chartGood {
-			w.t.Errorf("prod HelmRelease at chart %s, want %s", got, chartGood)
+	})
+	s.step("prod: the rollout upgrades every node but the NotReady one, which it counts as unavailable and does not start", func(w *world) {
+		w.eventually(3*time.Minute, "every other prod node Done", func() (bool, string) {
+			dr := w.rollout(prod, relGood)
+			if dr == nil {
+				return false, "no DriverRollout"
+			}
+			return dr.Status.Nodes.Done == poolNodes-1, fmt.Sprintf("%+v", dr.Status.Nodes)
+		})
+		// Long enough for the planner to have started the node had it wanted to.
+		time.Sleep(5 * time.Second)
+		dr := w.rollout(prod, relGood)
+		if dr.Status.Phase == v1alpha1.PhaseCompleted {
+			w.t.Errorf("the rollout completed with %s NotReady", downNode)
+		}
+		seen := w.rec[prod].seen()
+		for _, rp := range seen.notReady[downNode] {
+			// What an earlier rollout left (Done, in r2026-06) is not this one's doing.
+			if rollout, phase, _ := strings.Cut(rp, "/"); rollout == relGood && phase != string(v1alpha1.NodePending) {
+				w.t.Errorf("%s was %s in %s while NotReady", downNode, phase, rollout)
+			}
+		}
+		w.t.Logf("%s while NotReady: %v", downNode, seen.notReady[downNode])
+		if seen.maxUnavailable > 2 {
+			w.t.Errorf("%d nodes were out of service at once, more than max-unavailable 2", seen.maxUnavailable)
+		}
+		if c := apimeta.FindStatusCondition(dr.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			w.t.Logf("while %s is NotReady: phase %s, %s: %s (most nodes out at once: %d)", downNode, dr.Status.Phase, c.Reason, c.Message, seen.maxUnavailable)
+		}
+		if err := w.sims[prod].SetReady(context.Background(), downNode); err != nil {
+			w.t.Fatal(err)
 		}
 	})
 	s.step("prod: the DriverRollout upgrades the prod nodes, canary first", func(w *world) {
-		dr := w.waitRollout(prod, relGood, 2*time.Minute, v1alpha1.PhaseCompleted)
+		dr := w.waitRollout(prod, relGood, 3*time.Minute, v1alpha1.PhaseCompleted)
 		w.assertDrivers(prod, drvGood)
 		if dr.Status.Canary.Result != v1alpha1.CanaryPassed || len(dr.Status.Canary.Nodes) != 1 {
 			w.t.Errorf("canary status %+v, want one canary node that passed", dr.Status.Canary)
 		}
 		w.waitApplied(prod, rev, "lifecycle")
 	})
-	s.check("gate --wave prod passes", func(w *world) {
-		if _, code := w.gate("prod"); code != 0 {
-			w.t.Errorf("gate exit %d", code)
-		}
+	s.step("gate --wave production passes once the operator has settled", func(w *world) {
+		// The node that came back had its pods marked NotReady by the node
+		// lifecycle controller; the operator reports ClusterPolicy ready
+		// again once its operands there are Ready: a person re-runs the gate.
+		t0 := time.Now()
+		w.eventually(2*time.Minute, "gate --wave production to pass", func() (bool, string) {
+			var out bytes.Buffer
+			code := cli.Run(context.Background(), []string{"gate", "--wave", waveProduction, "-f", w.fleetFile, "--kubeconfig", w.tb.Kubeconfig, "--timeout", "20s"},
+				cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+			return code == 0, out.String()
+		})
+		w.t.Logf("gate --wave production passed %s after the prod rollout completed", since(t0))
 	})
 	s.step("promote after the last wave: r2026-10 is stable", func(w *world) {
+		// Becoming stable gates every cluster, so both must have applied HEAD.
+		for _, c := range clusters {
+			w.waitApplied(c, rev)
+		}
 		if _, code := w.mutate("promote"); code != 0 {
 			w.t.Fatalf("promote exit %d", code)
 		}
@@ -331,7 +454,7 @@ func TestFleetStory(t *testing.T) {
 		w.waitApplied(prod, rev)
 	})
 	s.step("stg: the canary node fails, rolls back, the rollout stalls", func(w *world) {
-		dr := w.waitRollout(stg, relDrill, 2*time.Minute, v1alpha1.PhaseStalled)
+		dr := w.waitRollout(stg, relDrill, 3*time.Minute, v1alpha1.PhaseStalled)
 		if dr.Status.Canary.Result != v1alpha1.CanaryFailed {
 			w.t.Errorf("canary result %q, want Failed", dr.Status.Canary.Result)
 		}
@@ -359,7 +482,7 @@ func TestFleetStory(t *testing.T) {
 			w.t.Errorf("gate exit %d, want 1", code)
 		}
 	})
-	drillApproval := relDrill + "/" + prod
+	drillApproval := relDrill + "/" + waveProduction
 	s.step("approve the drill into prod (the gate must still stop it)", func(w *world) {
 		if _, code := w.mutate("approve", drillApproval); code != 0 {
 			w.t.Fatalf("approve exit %d", code)
@@ -400,9 +523,6 @@ func TestFleetStory(t *testing.T) {
 			}
 			return dr.Spec.Abort, fmt.Sprintf("abort=%t phase %s", dr.Spec.Abort, dr.Status.Phase)
 		})
-		if got := w.helmChart(stg); got != chartGood {
-			w.t.Errorf("HelmRelease at chart %s, want %s", got, chartGood)
-		}
 		w.waitDrivers(stg, drvGood, time.Minute)
 		out, _ := w.gpufleet("status", "-f", w.fleetFile)
 		if !strings.Contains(out, "stable: "+relGood) || !strings.Contains(out, "ABORTED") {
@@ -412,6 +532,27 @@ func TestFleetStory(t *testing.T) {
 	s.check("render --check: the repository is up to date at the end", func(w *world) {
 		if _, code := w.gpufleet("render", "--check", "-f", w.fleetFile); code != 0 {
 			w.t.Errorf("render --check exit %d", code)
+		}
+	})
+
+	// ------------------------------------------------------------ over the whole story
+	s.check("recorded over every rollout: at no moment did two NVIDIADrivers select the same node", func(w *world) {
+		for _, c := range clusters {
+			seen := w.rec[c].seen()
+			w.t.Logf("%s: %d samples (%d failed reads)", c, seen.samples, seen.errs)
+			if seen.samples < 100 {
+				w.t.Errorf("%s: only %d samples", c, seen.samples)
+			}
+			if len(seen.overlaps) > 0 {
+				w.t.Errorf("%s: %d samples with a node selected twice, first: %v", c, len(seen.overlaps), seen.overlaps[0])
+			}
+		}
+	})
+	s.check("the operator's own upgrade controller never labelled a node while gpufleet rolled", func(w *world) {
+		for _, c := range clusters {
+			if seen := w.rec[c].seen(); len(seen.upgrade) > 0 {
+				w.t.Errorf("%s: %s seen %d times, first %s", c, labelUpgradeState, len(seen.upgrade), seen.upgrade[0])
+			}
 		}
 	})
 

@@ -6,18 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,16 +50,17 @@ const (
 	drvGood   = "580.95.05"
 	drvDrill  = "580.82.07"
 
+	// chartStable is the GPU Operator chart of every release: the real
+	// operator built for the testbed is this version.
 	chartStable = "v25.3.4"
-	chartGood   = "v25.10.1"
 
 	product   = "NVIDIA-H100-80GB-HBM3"
 	poolName  = "h100"
 	poolNodes = 3
 
 	// placeholderCharts is the chart repository in testdata/fleet.toml; the
-	// suite replaces it with its own loopback Helm repository.
-	placeholderCharts = "http://127.0.0.1:1/charts"
+	// suite replaces it with the absolute path of ../shared/operators.
+	placeholderCharts = `"../shared/operators"`
 
 	// sourceInterval is how often source-controller polls the fleet
 	// repository; rootInterval is the interval of each cluster's root
@@ -70,6 +71,12 @@ const (
 )
 
 var clusters = []string{stg, prod}
+
+// The waves of testdata/fleet.toml.
+const (
+	waveStaging    = "staging"
+	waveProduction = "production"
+)
 
 // world is the running fleet: the testbed, the fleet repository's work tree
 // and, per cluster, the node agent.
@@ -82,6 +89,8 @@ type world struct {
 	// stackCRDs says the image automation and notification CRDs are
 	// installed, which the serving stack's objects need.
 	stackCRDs bool
+	// rec samples each cluster's nodes, driver pods and NVIDIADrivers.
+	rec map[string]*recorder
 }
 
 // newWorld starts everything the story needs and stops it when t ends.
@@ -97,26 +106,36 @@ func newWorld(t *testing.T) *world {
 	// Flux's controllers build in $TMPDIR: a private one keeps other
 	// programs' clean-ups of the shared one out of the story.
 	t.Setenv("TMPDIR", t.TempDir())
-	crds, err := gatetest.CRDDirs("../..", chartGood)
+	// Flux applies the GPU Operator's own CRDs (the manifests mode renders
+	// them); the testbed installs only gpufleet's DriverRollout CRD, as the
+	// controller's install manifests would, and the serving stack's image
+	// automation and notification CRDs (no controller runs for them: only
+	// kustomize-controller applies their objects).
+	bins, err := testbed.FindBinaries()
 	if err != nil {
-		t.Skipf("e2e: needs the real GPU Operator CRDs from ../shared/operators: %v", err)
+		t.Fatalf("e2e: %v", err)
 	}
-	// testbed adds Flux's CRDs itself when it starts Flux. The serving
-	// stack's image automation and notification objects need their CRDs
-	// (no controller runs for them: only kustomize-controller applies them).
+	if err := bins.CheckGPUOperator(); err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
+	operators, err := filepath.Abs("../../../shared/operators")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(operators, "gpu-operator", chartStable))
+	}
+	if err != nil {
+		t.Skipf("e2e: needs the real GPU Operator charts in ../shared/operators: %v", err)
+	}
+	crds := []string{"../../config/crd/bases"}
 	w0 := &world{}
-	if bins, err := testbed.FindBinaries(); err == nil {
-		crds = withoutDir(crds, bins.FluxCRDDir())
-		if m, _ := filepath.Glob(filepath.Join(bins.FluxImageCRDDir(), "*.yaml")); len(m) > 0 {
-			crds = append(crds, bins.FluxImageCRDDir())
-			w0.stackCRDs = true
-		}
+	if m, _ := filepath.Glob(filepath.Join(bins.FluxImageCRDDir(), "*.yaml")); len(m) > 0 {
+		crds = append(crds, bins.FluxImageCRDDir())
+		w0.stackCRDs = true
 	}
 	tb := testbed.New(t, testbed.Options{
-		Clusters: clusters, CRDDirs: crds, Flux: true, Git: true, Scheme: gatetest.Scheme(),
+		Clusters: clusters, CRDDirs: crds, Flux: true, Git: true, Kube: true, Kwok: true, Scheme: gatetest.Scheme(),
 		StartTimeout: 3 * time.Minute,
 	})
-	w := &world{t: t, tb: tb, sims: map[string]*nodesim.Sim{}, stackCRDs: w0.stackCRDs}
+	w := &world{t: t, tb: tb, sims: map[string]*nodesim.Sim{}, stackCRDs: w0.stackCRDs, rec: map[string]*recorder{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, name := range clusters {
@@ -131,22 +150,29 @@ func newWorld(t *testing.T) *world {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	charts := httptest.NewServer(http.HandlerFunc(demo.ServeHelmIndex))
-	t.Cleanup(charts.Close)
-
 	for _, name := range clusters {
 		c := tb.Cluster(name)
-		// The GPU Operator's chart would create the ClusterPolicy.
-		if err := demo.CreateClusterPolicy(ctx, c.Client); err != nil {
-			t.Fatalf("cluster %s: %v", name, err)
-		}
-		sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: []string{drvDrill}, InstallTime: time.Second})
+		// kwok is the nodes' kubelet; the node agent plays NFD/GFD and the
+		// driver install inside the real operator's driver pods.
+		sim := nodesim.New(c.Client, nodesim.Options{Kwok: true, BadDrivers: []string{drvDrill}, InstallTime: time.Second})
 		if _, err := sim.AddPool(ctx, nodesim.Pool{Name: poolName, Product: product, Nodes: poolNodes, Driver: drvStable}); err != nil {
 			t.Fatalf("cluster %s: node agent: %v", name, err)
 		}
 		w.sims[name] = sim
 		wg.Go(func() { _ = sim.Run(ctx) })
-		wg.Go(func() { demo.PlayOperators(ctx, c.Client) })
+		// notification-controller does not run here: the stack's Receiver
+		// is marked Ready as it would mark it.
+		wg.Go(func() { demo.PlayNotificationController(ctx, c.Client) })
+		// The real GPU Operator starts once Flux has applied its chart: it
+		// is configured by the Deployment that chart version installs.
+		wg.Go(func() {
+			if _, err := c.StartGPUOperatorWhenApplied(ctx, testbed.GPUOperatorOptions{}); err != nil && ctx.Err() == nil {
+				t.Errorf("cluster %s: %v", name, err)
+			}
+		})
+		rec := newRecorder(c.Client)
+		w.rec[name] = rec
+		wg.Go(func() { rec.run(ctx, 200*time.Millisecond) })
 
 		mgr, err := controller.NewManager(ctx, c.Config, controller.Options{
 			MetricsAddr: "0", ProbeAddr: "0", DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
@@ -173,7 +199,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src = bytes.Replace(src, []byte(placeholderCharts), []byte(charts.URL+"/charts"), 1)
+	src = bytes.Replace(src, []byte(placeholderCharts), []byte(strconv.Quote(operators)), 1)
 	w.fleetFile = filepath.Join(w.dir, "fleet.toml")
 	if err := os.WriteFile(w.fleetFile, src, 0o644); err != nil {
 		t.Fatal(err)
@@ -196,16 +222,6 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	return w
-}
-
-func withoutDir(dirs []string, drop string) []string {
-	var out []string
-	for _, d := range dirs {
-		if filepath.Clean(d) != filepath.Clean(drop) {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // gpufleet runs one gpufleet command line in-process, as the binary would,
@@ -350,16 +366,14 @@ func (w *world) assertDrivers(cluster, version string) {
 	}
 }
 
-// helmChart returns the chart version the HelmRelease gpu-operator asks for.
-func (w *world) helmChart(cluster string) string {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("helm.toolkit.fluxcd.io/v2")
-	u.SetKind("HelmRelease")
-	if err := w.client(cluster).Get(context.Background(), client.ObjectKey{Namespace: "gpu-operator", Name: "gpu-operator"}, u); err != nil {
+// operatorChart returns the helm.sh/chart label of the GPU Operator's
+// Deployment, which says which chart version Flux applied.
+func (w *world) operatorChart(cluster string) string {
+	dep := &appsv1.Deployment{}
+	if err := w.client(cluster).Get(context.Background(), client.ObjectKey{Namespace: "gpu-operator", Name: "gpu-operator"}, dep); err != nil {
 		return "missing: " + err.Error()
 	}
-	v, _, _ := unstructured.NestedString(u.Object, "spec", "chart", "spec", "version")
-	return v
+	return dep.Labels["helm.sh/chart"]
 }
 
 // exists reports whether the object exists in cluster.
