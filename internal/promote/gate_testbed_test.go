@@ -53,6 +53,10 @@ func TestPromotionWithTheRealGate(t *testing.T) {
 	if err := apply(startR); err != nil {
 		t.Fatal(err)
 	}
+	// prod-h100 requires approval to enter, and again after its canary cluster.
+	if err := apply(func(f *fleet.Fleet) (Step, error) { return Approve(f, "r2026-10/prod-h100") }); err != nil {
+		t.Fatal(err)
+	}
 	converge("stg-h100")
 	if err := apply(Promote); err != nil {
 		t.Fatalf("staging converged, the gate must pass: %v", err)
