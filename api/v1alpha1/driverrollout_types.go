@@ -39,15 +39,19 @@ type DriverRolloutList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.abort) || !oldSelf.abort || (has(self.abort) && self.abort)",message="abort cannot be undone: create a new rollout"
 type DriverRolloutSpec struct {
-	// TargetVersion is the driver version to install, e.g. "580.95.05".
-	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){1,3}$`
+	// TargetVersion is the driver version to install, e.g. "580.95.05",
+	// or the branch of a precompiled driver, e.g. "570": a node runs a
+	// branch once GPU Feature Discovery reports a version of it
+	// (nvidia.com/cuda.driver-version.major).
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){0,3}$`
 	// +kubebuilder:validation:MaxLength=32
 	TargetVersion string `json:"targetVersion"`
 
-	// PreviousVersion is the driver version a failed node is rolled back to.
+	// PreviousVersion is the driver version (or precompiled branch) a
+	// failed node is rolled back to.
 	// It may equal TargetVersion: render writes a rollout for every cluster,
 	// and one already on its release's driver has nothing to move.
-	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){1,3}$`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){0,3}$`
 	// +kubebuilder:validation:MaxLength=32
 	PreviousVersion string `json:"previousVersion"`
 

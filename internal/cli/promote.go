@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/lint"
 	"github.com/gpufleet/gpufleet/internal/promote"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -208,6 +211,7 @@ func newStatusCommand(s Streams) *cobra.Command {
 				return err
 			}
 			st := promote.StatusOf(f)
+			st.Notices = repositoryNotices(f, filepath.Dir(fleetFile))
 			var unread []string
 			if live {
 				rev, err := gate.HeadRevision(filepath.Dir(fleetFile))
@@ -266,8 +270,24 @@ func unreadClusters(rep *gate.Report) []string {
 	return out
 }
 
+// repositoryNotices are what the fleet repository at dir still lacks for
+// its serving stack, with the command to run: the push webhook's token,
+// without which only the webhook is down.
+func repositoryNotices(f *fleet.Fleet, dir string) []string {
+	if f.Stack == nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(render.WebhookSecretFile))); errors.Is(err, fs.ErrNotExist) {
+		return []string{"push webhook down: " + render.WebhookSecretFile + " is missing; run `" + lint.WebhookTokenCommand + "` and commit it"}
+	}
+	return nil
+}
+
 func printStatus(out io.Writer, st *promote.Status) {
 	fmt.Fprintf(out, "stable: %s\n", st.Stable)
+	for _, n := range st.Notices {
+		fmt.Fprintf(out, "notice: %s\n", n)
+	}
 	if st.Rollout != "" {
 		fmt.Fprintf(out, "rollout: %s\n", st.Rollout)
 	}
@@ -288,6 +308,17 @@ func printStatus(out io.Writer, st *promote.Status) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+	if len(st.Services) > 0 {
+		// Where the serving stack runs: a service goes only where a pool
+		// gives it what it asks for.
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVICE\tRUNS ON")
+		for _, sp := range st.Services {
+			fmt.Fprintf(tw, "%s\t%s\n", sp.Service, strings.Join(sp.Clusters, ", "))
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(out)
 	for _, w := range st.Waiting {
 		fmt.Fprintf(out, "waiting: %s\n", w)

@@ -49,7 +49,7 @@ the place the rendered overlay lists it:
 
   apps/<env>/<service>/secret-<name>.sops.yaml      (a service's secret; NAME must be
                                                      in the service's secrets = [...])
-  infrastructure/configs/secret-webhook-token.sops.yaml   (--webhook-token: the token
+  infrastructure/webhook/secret-webhook-token.sops.yaml   (--webhook-token: the token
                                                      of the push Receiver, for every environment)
 
 Only data values are encrypted. The plaintext never touches the disk.`,

@@ -13,9 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/lifecycle"
 	"github.com/gpufleet/gpufleet/internal/planner"
+	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
@@ -51,9 +53,10 @@ quarantined, whether the failure budget held, and when maintenance windows,
 freezes or the wait for approval held it.
 
 The policy is the cluster's resolved node rollout policy; the nodes are the
-cluster's GPU pools (or --nodes). The target driver is the one of --release,
-else of the release being rolled out, else of the stable one. The approval is assumed to be
-given as soon as the canary passes. Drain, install and report times are drawn
+cluster's GPU pools (or --nodes). The rollout is the DriverRollout render writes
+for the cluster once the release reaches it: --release, else the release being
+rolled out (with none, simulate says what to pass). The approval is assumed to
+be given as soon as the rollout asks for it. Drain, install and report times are drawn
 from plausible distributions with --seed; --fail-rate and --xid-rate inject
 install failures and XID errors (a release marked expect-failure fails every
 install unless --fail-rate says otherwise).
@@ -75,7 +78,7 @@ one row per node, coloured by phase, with the times nodes may start shaded.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
 	f.StringVar(&o.cluster, "cluster", "", "the cluster to rehearse (default: every cluster)")
-	f.StringVar(&o.release, "release", "", "rehearse moving to this release (default: the one being rolled out, else the stable one)")
+	f.StringVar(&o.release, "release", "", "rehearse moving to this release (default: the one being rolled out)")
 	f.IntVar(&o.nodes, "nodes", 0, "simulate this many GPU nodes instead of the cluster's pools")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the random durations and failures")
 	f.Float64Var(&o.failRate, "fail-rate", 0, "chance that the new driver fails to install on a node (0-1)")
@@ -116,12 +119,15 @@ func (o *simulateOptions) validate() error {
 
 // rehearsal is one cluster's simulated rollout.
 type rehearsal struct {
-	Cluster  string           `json:"cluster"`
-	Previous string           `json:"previousDriver"`
-	Target   string           `json:"targetDriver"`
-	Policy   string           `json:"policy"`
-	Report   sim.Report       `json:"report"`
-	result   *sim.Result      `json:"-"`
+	Cluster string `json:"cluster"`
+	// Rollout is the name of the DriverRollout rehearsed, as render writes it.
+	Rollout  string      `json:"rollout"`
+	Previous string      `json:"previousDriver"`
+	Target   string      `json:"targetDriver"`
+	Policy   string      `json:"policy"`
+	Report   sim.Report  `json:"report"`
+	result   *sim.Result `json:"-"`
+	rollout  *v1alpha1.DriverRollout
 	calendar planner.Calendar `json:"-"`
 }
 
@@ -143,9 +149,13 @@ func (o *simulateOptions) run(_ context.Context, out io.Writer) error {
 	if o.svg != "" && len(clusters) != 1 {
 		return withCode(ExitUsage, fmt.Errorf("--svg draws one cluster: add --cluster (one of %s)", strings.Join(clusters, ", ")))
 	}
+	release, err := rehearsedRelease(f, o.release)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
 	var all []rehearsal
 	for _, c := range clusters {
-		r, err := o.rehearse(f, c)
+		r, err := o.rehearse(f, c, release)
 		if err != nil {
 			return withCode(ExitFailed, fmt.Errorf("simulate %s: %w", c, err))
 		}
@@ -159,38 +169,63 @@ func (o *simulateOptions) run(_ context.Context, out io.Writer) error {
 	if o.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		if err := enc.Encode(all); err != nil {
+			return err
+		}
+	} else {
+		for i, r := range all {
+			if i > 0 {
+				fmt.Fprintln(out)
+			}
+			printRehearsal(out, r)
+			if o.verbose {
+				fmt.Fprintln(out)
+				fmt.Fprint(out, r.result.TranscriptText())
+			}
+		}
 	}
-	for i, r := range all {
-		if i > 0 {
-			fmt.Fprintln(out)
+	return unfinished(all)
+}
+
+// unfinished fails a rehearsal that never got to its end: still waiting
+// for a window or a freeze when the simulation stopped. Reporting it as a
+// success would promise a rollout that the calendar does not allow.
+func unfinished(all []rehearsal) error {
+	var errs []error
+	for _, r := range all {
+		if r.result.HitHorizon || r.Report.Outcome == v1alpha1.PhaseOutsideWindow {
+			errs = append(errs, fmt.Errorf("%s: the rollout did not finish: %s", r.Cluster, r.Report.Reason))
 		}
-		printRehearsal(out, r)
-		if o.verbose {
-			fmt.Fprintln(out)
-			fmt.Fprint(out, r.result.TranscriptText())
-		}
+	}
+	if len(errs) > 0 {
+		return withCode(ExitFailed, errors.Join(errs...))
 	}
 	return nil
 }
 
-// rehearse simulates cluster's rollout under its policy.
-func (o *simulateOptions) rehearse(f *fleet.Fleet, cluster string) (rehearsal, error) {
+// rehearse simulates cluster's rollout under its policy: the very
+// DriverRollout render writes for the cluster once the release reaches it
+// (render.DriverRollout), over nodes labelled as GPU Feature Discovery
+// labels them, so that its node selector picks them as it would.
+func (o *simulateOptions) rehearse(f *fleet.Fleet, cluster, release string) (rehearsal, error) {
 	p := f.PolicyFor(cluster)
-	target, previous, drill := drivers(f, cluster, o.release)
-	const poolKey = "gpufleet.io/pool"
-	name := cluster + "-" + strings.ReplaceAll(target, ".", "-")
-	ro := lifecycle.DriverRolloutFor(name, p, target, previous, nil)
-	// The rehearsal measures the machinery, not how long a person takes to
-	// approve: the approval is there from the start.
-	ro.Spec.Approval = name
+	ro, err := render.DriverRollout(f, cluster, release)
+	if err != nil {
+		return rehearsal{}, err
+	}
+	target, previous := ro.Spec.TargetVersion, ro.Spec.PreviousVersion
+	drill := f.Releases[release].ExpectFailure
+	if previous == "" {
+		// Nothing to move from in the file: rehearse a reinstall.
+		previous = target
+	}
 
 	var nodes []planner.Node
 	if o.nodes > 0 {
-		nodes = sim.Nodes(o.nodes, "gpu", map[string]string{poolKey: "gpu"}, previous)
+		nodes = sim.Nodes(o.nodes, "gpu", gpuNodeLabels(f.Clusters[cluster], nil), previous)
 	} else {
 		for _, pool := range f.Clusters[cluster].Pools {
-			nodes = append(nodes, sim.Nodes(pool.Nodes, pool.Name, map[string]string{poolKey: pool.Name}, previous)...)
+			nodes = append(nodes, sim.Nodes(pool.Nodes, pool.Name, gpuNodeLabels(f.Clusters[cluster], pool), previous)...)
 		}
 	}
 	if len(nodes) == 0 {
@@ -204,40 +239,59 @@ func (o *simulateOptions) rehearse(f *fleet.Fleet, cluster string) (rehearsal, e
 	res, err := sim.Run(sim.Config{
 		Rollout: ro, Nodes: nodes, Start: o.startTime, Seed: o.seed, Profile: prof,
 		Record: o.svg != "" || o.verbose, Tick: time.Minute,
+		// The rehearsal measures the machinery, not how long a person
+		// takes: the approval `gpufleet approve` writes comes as soon as
+		// the rollout asks for it.
+		ApproveWhenAsked: true,
 	})
 	if err != nil {
 		return rehearsal{}, err
 	}
 	return rehearsal{
-		Cluster: cluster, Previous: previous, Target: target, Policy: describePolicy(p),
-		Report: sim.Summarise(ro, res), result: res, calendar: planner.NewCalendar(&ro.Spec),
+		Cluster: cluster, Rollout: ro.Name, Previous: previous, Target: target, Policy: describePolicy(p),
+		Report: sim.Summarise(ro, res), result: res, rollout: ro, calendar: planner.NewCalendar(&ro.Spec),
 	}, nil
 }
 
-// drivers returns the driver the cluster moves to (release if given, else
-// the release being rolled out, else the stable one), the one it moves from
-// (the stable one), and whether the target release is a drill expected to
-// fail.
-func drivers(f *fleet.Fleet, cluster, release string) (target, previous string, drill bool) {
-	stable := f.Releases[f.Promotion.Stable]
-	to := f.ReleaseFor(cluster)
-	if r := f.Promotion.Rollout; r != nil && f.Releases[r.Release] != nil {
-		to = f.Releases[r.Release]
+// gpuNodeLabels are the labels a node of pool carries in a real cluster:
+// those GPU Feature Discovery sets and the pool label render selects by.
+// A nil pool is a node of --nodes: the cluster's first pool's product.
+func gpuNodeLabels(c *fleet.Cluster, pool *fleet.Pool) map[string]string {
+	l := map[string]string{render.LabelGPUPresent: "true"}
+	if pool == nil && len(c.Pools) > 0 {
+		pool = c.Pools[0]
 	}
+	if pool != nil {
+		l[render.LabelGPUProduct] = pool.Product
+		l[render.LabelPool] = pool.Name
+	}
+	return l
+}
+
+// rehearsedRelease is the release simulate rehearses when --release is not
+// given: the one being rolled out. With none, it refuses and says what to
+// pass: rehearsing the stable release onto itself shows nothing.
+func rehearsedRelease(f *fleet.Fleet, release string) (string, error) {
 	if release != "" {
-		to = f.Releases[release]
+		return release, nil
 	}
-	if stable != nil {
-		previous = stable.Driver
+	if r := f.Promotion.Rollout; r != nil && !r.Aborted && f.Releases[r.Release] != nil {
+		return r.Release, nil
 	}
-	if to != nil {
-		target, drill = to.Driver, to.ExpectFailure
+	var candidates []string
+	for _, r := range f.ReleaseNames() {
+		if r != f.Promotion.Stable {
+			candidates = append(candidates, r)
+		}
 	}
-	if previous == "" || previous == target {
-		// Nothing to move from in the file: rehearse a reinstall.
-		previous = target
+	why := "no release is being rolled out"
+	if r := f.Promotion.Rollout; r != nil && r.Aborted {
+		why = "the rollout of " + r.Release + " is aborted"
 	}
-	return target, previous, drill
+	if len(candidates) == 0 {
+		return "", fmt.Errorf("%s, and the fleet file has no release but the stable %s: add one, or pass --release %s to rehearse a reinstall", why, f.Promotion.Stable, f.Promotion.Stable)
+	}
+	return "", fmt.Errorf("%s: pass --release (one of %s) to say which move to rehearse", why, strings.Join(candidates, ", "))
 }
 
 func describePolicy(p fleet.Policy) string {
@@ -261,6 +315,7 @@ func printRehearsal(out io.Writer, r rehearsal) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	when := func(t time.Time) string { return t.UTC().Format("Mon 2006-01-02 15:04 MST") }
 	fmt.Fprintf(tw, "cluster\t%s: %d nodes, driver %s → %s\n", r.Cluster, rep.Nodes, r.Previous, r.Target)
+	fmt.Fprintf(tw, "rollout\t%s, as render writes it\n", r.Rollout)
 	fmt.Fprintf(tw, "policy\t%s\n", r.Policy)
 	fmt.Fprintf(tw, "outcome\t%s: %s\n", rep.Outcome, rep.Reason)
 	fmt.Fprintf(tw, "makespan\t%s (%s → %s)\n", shortDuration(time.Duration(rep.Makespan)), when(rep.Start), when(rep.End))
@@ -289,7 +344,11 @@ func printRehearsal(out io.Writer, r rehearsal) {
 			fmt.Fprintf(tw, "\t… and %d more\n", len(rep.Held)-shown)
 			break
 		}
-		fmt.Fprintf(tw, "\t%s %s → %s (%s)\n", h.Phase, when(h.From), when(h.To), shortDuration(h.To.Sub(h.From)))
+		what := string(h.Phase)
+		if h.Freeze != "" {
+			what += " (" + h.Freeze + ")"
+		}
+		fmt.Fprintf(tw, "\t%s %s → %s (%s)\n", what, when(h.From), when(h.To), shortDuration(h.To.Sub(h.From)))
 	}
 	tw.Flush()
 }

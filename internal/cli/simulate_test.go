@@ -100,7 +100,7 @@ func TestSimulateJSONEveryCluster(t *testing.T) {
 func TestSimulateSVG(t *testing.T) {
 	fleetFile := copyExample(t)
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
-	code, out, errOut := run(t, "simulate", "-f", fleetFile, "--cluster", "prod-h100-a", "--nodes", "12",
+	code, out, errOut := run(t, "simulate", "-f", fleetFile, "--cluster", "prod-h100-a", "--release", "r2026-10", "--nodes", "12",
 		"--xid-rate", "0.2", "--seed", "3", simStart, "--svg", svg)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)

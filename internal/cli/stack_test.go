@@ -46,8 +46,13 @@ func TestRenderedRepositoryLintsClean(t *testing.T) {
 		t.Fatalf("render: %d %s %s", code, out, errOut)
 	}
 	code, out, _ := run(t, "lint", dir)
-	if code != ExitFailed || strings.Count(out, "[missing-resource]") != 3 {
-		t.Errorf("before the secrets exist lint must name the 3 missing ones, exit %d:\n%s", code, out)
+	if code != ExitFailed || strings.Count(out, "[missing-resource]") != 2 || strings.Count(out, "[webhook-token-missing]") != 1 || !strings.Contains(out, "gpufleet secret encrypt --webhook-token") {
+		t.Errorf("before the secrets exist lint must name the 2 missing service secrets and the webhook token, with the command, exit %d:\n%s", code, out)
+	}
+	// status says what to run for the webhook, until it has been run.
+	webhookNotice := "run `gpufleet secret encrypt --webhook-token"
+	if code, out, errOut := run(t, "status", "-f", fleetFile); code != ExitOK || !strings.Contains(out, webhookNotice) {
+		t.Errorf("status before the webhook token exists must say what to run, exit %d:\n%s%s", code, out, errOut)
 	}
 	for _, env := range []string{"staging", "prod"} {
 		if code, out, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--env", env, "--service", "litellm", "--name", "litellm-master-key", "--from-literal", "master-key=sk-"+env+"-secret"); code != ExitOK {
@@ -56,6 +61,9 @@ func TestRenderedRepositoryLintsClean(t *testing.T) {
 	}
 	if code, out, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--webhook-token", "--from-literal", "token=webhook-secret-token"); code != ExitOK {
 		t.Fatalf("secret encrypt --webhook-token: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "status", "-f", fleetFile); code != ExitOK || strings.Contains(out, webhookNotice) {
+		t.Errorf("status after the webhook token exists still asks for it, exit %d:\n%s%s", code, out, errOut)
 	}
 	code, out, _ = run(t, "lint", dir, "-o", "json")
 	var rep struct {
@@ -95,7 +103,7 @@ func TestRenderedRepositoryLintsClean(t *testing.T) {
 	if _, err := secrets.Decrypt(prodSecret, []age.Identity{ids["staging"]}); err == nil {
 		t.Error("the staging key must not open the prod secret")
 	}
-	webhook, _ := os.ReadFile(filepath.Join(dir, "infrastructure/configs/secret-webhook-token.sops.yaml"))
+	webhook, _ := os.ReadFile(filepath.Join(dir, "infrastructure/webhook/secret-webhook-token.sops.yaml"))
 	for env, id := range ids {
 		if _, err := secrets.Decrypt(webhook, []age.Identity{id}); err != nil {
 			t.Errorf("the %s key must open the shared webhook token: %v", env, err)

@@ -253,7 +253,7 @@ func driverState(pods []corev1.Pod, sel labels.Selector, version string) (ready,
 		if v, ok := p.Spec.NodeSelector[LabelDriver]; ok && v != version {
 			continue
 		}
-		if v := podDriverVersion(p); v != "" && v != version {
+		if v := podDriverVersion(p); v != "" && !planner.DriverMatches(v, version) {
 			continue
 		}
 		if podFailed(p) {

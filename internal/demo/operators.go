@@ -11,7 +11,7 @@ import (
 // PlayNotificationController marks every Receiver Ready, as
 // notification-controller would, until ctx ends: a testbed that does not
 // run notification-controller still applies the serving stack's push
-// Receiver, and the infra-configs Kustomization (wait: true) waits for it.
+// Receiver, and the infra-webhook Kustomization (wait: true) waits for it.
 func PlayNotificationController(ctx context.Context, c client.Client) {
 	every(ctx, func() { markReceivers(ctx, c) })
 }
@@ -33,7 +33,7 @@ func every(ctx context.Context, fn func()) {
 func markReceivers(ctx context.Context, c client.Client) {
 	// notification-controller is not built for the testbed: the serving
 	// stack's push Receiver is marked Ready as it would mark it, or the
-	// infra-configs Kustomization (wait: true) would never be Ready.
+	// infra-webhook Kustomization (wait: true) would never be Ready.
 	receivers := &unstructured.UnstructuredList{}
 	receivers.SetAPIVersion("notification.toolkit.fluxcd.io/v1")
 	receivers.SetKind("ReceiverList")

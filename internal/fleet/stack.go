@@ -81,6 +81,10 @@ type ServiceSetting struct {
 	GPUMemoryUtilization float64 `toml:"gpu-memory-utilization"`
 	TensorParallelSize   int     `toml:"tensor-parallel-size"`
 	TagRange             string  `toml:"tag-range"`
+	// Clusters, when set, are the clusters of the environment the service
+	// runs on; otherwise it runs on every cluster with a pool that fits it
+	// (see Fits).
+	Clusters []string `toml:"clusters"`
 }
 
 // UsesGPU reports whether the setting places the service on GPUs.
@@ -167,6 +171,7 @@ func (f *Fleet) validateStack(probs *problemList) {
 	if cycle := findCycle(s); cycle != nil {
 		probs.add(joinKey("stack.services", cycle[0])+".depends-on", "dependency cycle: %s", strings.Join(cycle, " → "))
 	}
+	f.validatePlacement(probs)
 }
 
 func (f *Fleet) validateService(probs *problemList, svc *Service, envs []string) {

@@ -49,8 +49,17 @@ type Release struct {
 	// GPUOperator and NetworkOperator are chart versions, e.g. "v25.10.1".
 	GPUOperator     string `toml:"gpu-operator"`
 	NetworkOperator string `toml:"network-operator"`
-	// Driver is the GPU driver version, e.g. "580.95.05".
+	// Driver is the GPU driver version, e.g. "580.95.05", or with
+	// Precompiled a driver branch, e.g. "570".
 	Driver string `toml:"driver"`
+	// Precompiled asks the GPU Operator for its precompiled driver images
+	// (NVIDIADriver usePrecompiled): Driver is then a branch, and the
+	// operator runs one driver DaemonSet per kernel version, installing the
+	// newest build of that branch for each node's kernel. It is a property
+	// of the release, not of a pool, so one release means one driver on
+	// every cluster and the gate, the DriverRollout and the NVIDIADrivers
+	// all name the same thing. See IsDriverBranch.
+	Precompiled bool `toml:"precompiled"`
 	// ExpectFailure marks a release that is meant to fail (a drill).
 	ExpectFailure bool   `toml:"expect-failure"`
 	Notes         string `toml:"notes"`

@@ -16,6 +16,9 @@ var (
 	chartVersion = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 	// driverVersion is an NVIDIA driver version: branch.minor[.patch].
 	driverVersion = regexp.MustCompile(`^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$`)
+	// driverBranch is an NVIDIA driver branch, what a precompiled driver
+	// names instead of a version.
+	driverBranch = regexp.MustCompile(`^[0-9]{3}$`)
 	// labelValue is a Kubernetes label value (GPU product names are label values).
 	labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 )
@@ -79,8 +82,37 @@ func (f *Fleet) validateRelease(probs *problemList, r *Release) {
 	checkName(probs, key, "release", r.Name)
 	checkRequired(probs, key, "gpu-operator", r.GPUOperator, chartVersion, "a chart version such as v25.10.1")
 	checkRequired(probs, key, "network-operator", r.NetworkOperator, chartVersion, "a chart version such as v25.4.0")
-	checkRequired(probs, key, "driver", r.Driver, driverVersion, "a driver version such as 580.95.05")
+	checkDriver(probs, key, r)
 }
+
+// checkDriver checks that a release's driver and its precompiled setting
+// agree: a full version builds the driver on each node, a branch (only
+// with precompiled = true) takes the operator's precompiled images. A
+// branch without the setting is refused rather than guessed at, since
+// "570" is as likely a truncated version as a request for precompiled
+// drivers, and the two install different things.
+func checkDriver(probs *problemList, key string, r *Release) {
+	switch {
+	case r.Driver == "" && r.Precompiled:
+		probs.add(key, `driver is required (a driver branch such as "570", as precompiled = true)`)
+	case r.Driver == "":
+		probs.add(key, "driver is required (a driver version such as 580.95.05)")
+	case r.Precompiled && driverVersion.MatchString(r.Driver):
+		branch, _, _ := strings.Cut(r.Driver, ".")
+		probs.add(key+".driver", `%q is a driver version, but precompiled drivers are chosen by branch: write driver = %q, or drop precompiled = true to build %s on each node`, r.Driver, branch, r.Driver)
+	case r.Precompiled && !driverBranch.MatchString(r.Driver):
+		probs.add(key+".driver", `%q is not a driver branch such as "570" (precompiled = true)`, r.Driver)
+	case !r.Precompiled && driverBranch.MatchString(r.Driver):
+		probs.add(key+".driver", `%q is a driver branch, not a version: write the full version (e.g. 580.95.05), or, for the GPU Operator's precompiled drivers of branch %s, add precompiled = true to [%s]`, r.Driver, r.Driver, key)
+	case !r.Precompiled && !driverVersion.MatchString(r.Driver):
+		probs.add(key+".driver", "%q is not a driver version such as 580.95.05", r.Driver)
+	}
+}
+
+// IsDriverBranch reports whether driver names a driver branch ("570", a
+// precompiled driver) rather than a full version ("570.86.15"). The fleet
+// file allows a branch only on a release with precompiled = true.
+func IsDriverBranch(driver string) bool { return driverBranch.MatchString(driver) }
 
 func (f *Fleet) validateCluster(probs *problemList, c *Cluster) {
 	key := joinKey("clusters", c.Name)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
 
@@ -179,7 +180,7 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			if n.Labels[LabelQuarantined] == "true" {
 				quarantined++
 			}
-			if v := n.Labels[labelDriverFull]; v != e.Release.Driver {
+			if v := n.Labels[labelDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
 				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
 			}
 			if !nodeReady(n) {

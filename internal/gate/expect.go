@@ -63,7 +63,8 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 	}
 	if f.Stack != nil {
 		e.Kustomizations = append(e.Kustomizations, "infra-controllers", "infra-configs")
-		for _, s := range f.Stack.ServiceNames() {
+		// Only the services placed on this cluster have a Kustomization here.
+		for _, s := range f.ServicesOn(cluster) {
 			e.Kustomizations = append(e.Kustomizations, render.AppKustomization(s))
 		}
 	}

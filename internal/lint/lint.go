@@ -35,14 +35,18 @@ func Run(root string, opts Options) (*Report, error) {
 	}
 	rep := &Report{Findings: findings}
 	for _, d := range r.docs {
-		if f, ok := plaintextSecret(d); ok {
-			rep.Findings = append(rep.Findings, f)
-		}
+		rep.Findings = append(rep.Findings, plaintextSecret(d)...)
+		rep.Findings = append(rep.Findings, checkDurations(d)...)
 	}
 	ks := fluxKustomizations(r)
 	rep.Findings = append(rep.Findings, checkKustomizations(r, ks)...)
+	rep.Findings = append(rep.Findings, checkHelmReleases(r)...)
 	for _, k := range ks {
 		interval := k.interval
+		if interval <= 0 {
+			// Missing or invalid: reported as invalid-duration, no drift to tell.
+			continue
+		}
 		rep.Drift = append(rep.Drift, Drift{
 			Kustomization: k.id(), File: k.doc.file, Interval: interval,
 			Mean: interval/2 + opts.ApplyTime, Worst: interval + opts.ApplyTime,
@@ -50,23 +54,6 @@ func Run(root string, opts Options) (*Report, error) {
 	}
 	rep.sort()
 	return rep, nil
-}
-
-// plaintextSecret reports a Secret with data that SOPS did not encrypt.
-func plaintextSecret(d *doc) (Finding, bool) {
-	if d.kind != "Secret" || d.apiVersion != "v1" || lookup(d.node, "sops") != nil {
-		return Finding{}, false
-	}
-	for _, key := range []string{"data", "stringData"} {
-		if v := lookup(d.node, key); v != nil && len(v.Content) > 0 {
-			return Finding{
-				File: d.file, Line: keyLine(d.node, key), Severity: Error, Rule: "plaintext-secret",
-				Message: fmt.Sprintf("Secret %s holds %s in plaintext", d.name, key),
-				Fix:     "encrypt it with SOPS (`gpufleet secret encrypt`), and delete the plaintext from Git history",
-			}, true
-		}
-	}
-	return Finding{}, false
 }
 
 // kustomization is a Flux Kustomization with what lint needs of it.
@@ -79,6 +66,9 @@ type kustomization struct {
 	dependsOnLine        int
 	path                 string
 	startup, startupFrom string
+	// ownSource: spec.sourceRef is this repository, so spec.path must
+	// exist in it.
+	ownSource bool
 }
 
 func (k *kustomization) id() string { return k.scope + k.ns + "/" + k.name }
@@ -96,26 +86,28 @@ func scopeOf(file string) string {
 func fluxKustomizations(r *repo) []*kustomization {
 	var ks []*kustomization
 	for _, d := range r.docs {
-		if !d.isFluxKustomization() {
+		if !d.isFluxKustomization() || d.patch {
+			// A patch file only changes a Kustomization defined elsewhere.
 			continue
 		}
 		k := &kustomization{doc: d, scope: scopeOf(d.file), ns: cmpOr(d.namespace, "default"), name: d.name}
-		k.interval, _ = time.ParseDuration(scalar(d.node, "spec", "interval"))
+		// An invalid duration reads as 0 here and is reported by checkDurations.
+		k.interval, _ = fluxDuration(scalar(d.node, "spec", "interval"))
 		if t := scalar(d.node, "spec", "timeout"); t != "" {
-			k.timeout, _ = time.ParseDuration(t)
+			k.timeout, _ = fluxDuration(t)
 			k.hasTimeout = true
 		} else {
 			// Flux's default timeout is the interval.
 			k.timeout = k.interval
 		}
-		hc := lookup(d.node, "spec", "healthChecks")
-		k.waits = scalar(d.node, "spec", "wait") == "true" || (hc != nil && len(hc.Content) > 0) ||
+		k.waits = scalar(d.node, "spec", "wait") == "true" || len(items(lookup(d.node, "spec", "healthChecks"))) > 0 ||
 			// Not waiting on purpose, with the reason written down.
 			strings.TrimSpace(scalar(d.node, "metadata", "annotations", AnnotationNoWait)) != ""
 		k.path = strings.TrimPrefix(path.Clean("/"+scalar(d.node, "spec", "path")), "/")
+		k.ownSource = ownSource(d)
 		if deps := lookup(d.node, "spec", "dependsOn"); deps != nil {
 			k.dependsOnLine = keyLine(d.node, "spec", "dependsOn")
-			for _, dep := range deps.Content {
+			for _, dep := range items(deps) {
 				k.dependsOn = append(k.dependsOn, k.scope+cmpOr(scalar(dep, "namespace"), k.ns)+"/"+scalar(dep, "name"))
 			}
 		}
@@ -140,6 +132,9 @@ func checkKustomizations(r *repo, ks []*kustomization) []Finding {
 		if scalar(k.doc.node, "spec", "prune") != "true" {
 			at(Warning, "prune-off", keyLine(k.doc.node, "spec", "prune"), "prune is off: objects removed from Git stay in the cluster", "set spec.prune: true")
 		}
+		if k.ownSource && k.path != "" && k.path != "." && !r.isDir(k.path) {
+			at(Error, "path-missing", keyLine(k.doc.node, "spec", "path"), fmt.Sprintf("spec.path %s is not a folder of the repository: the Kustomization fails to build", scalar(k.doc.node, "spec", "path")), "fix the path, or add the folder")
+		}
 		if k.interval > 0 && k.interval < time.Minute {
 			at(Warning, "short-interval", keyLine(k.doc.node, "spec", "interval"), fmt.Sprintf("interval %s is below one minute: it loads the API server and the source for little gain", k.interval), "use 1m or more, and a push Receiver for fast delivery")
 		}
@@ -151,7 +146,7 @@ func checkKustomizations(r *repo, ks []*kustomization) []Finding {
 		}
 		startup, from, objs := declaredStartup(r, k)
 		out = append(out, objs...)
-		if startup > 0 && k.timeout < startup {
+		if startup > 0 && k.timeout > 0 && k.timeout < startup {
 			what := "timeout"
 			if !k.hasTimeout {
 				what = "timeout (the interval, as none is set)"
@@ -177,63 +172,22 @@ func checkKustomizations(r *repo, ks []*kustomization) []Finding {
 
 // declaredStartup is the longest start-up time declared for what k
 // deploys: its annotation, or the startup probes of the workloads it
-// applies. It also reports resources a kustomization.yaml lists that are missing.
+// applies. It also reports what the kustomization files it builds refer to
+// and is missing, and plaintext they generate.
 func declaredStartup(r *repo, k *kustomization) (time.Duration, string, []Finding) {
 	var best time.Duration
 	var from string
-	var findings []Finding
-	seen := map[string]bool{}
-	var walk func(dir string)
-	walk = func(dir string) {
-		if seen[dir] {
-			return
-		}
-		seen[dir] = true
-		kf := path.Join(dir, "kustomization.yaml")
-		docs, ok := r.files[kf]
-		if !ok {
-			// No kustomization.yaml: Flux applies every manifest below.
-			for file, ds := range r.files {
-				if strings.HasPrefix(file, dir+"/") || dir == "." {
-					best, from = longer(best, from, ds)
-				}
-			}
-			return
-		}
-		res := lookup(docs[0].node, "resources")
-		if res == nil {
-			return
-		}
-		for _, item := range res.Content {
-			p := path.Clean(path.Join(dir, item.Value))
-			switch {
-			case r.files[p] != nil:
-				best, from = longer(best, from, r.files[p])
-			case r.isDir(p):
-				walk(p)
-			case strings.Contains(item.Value, "://"):
-			default:
-				findings = append(findings, Finding{File: kf, Line: item.Line, Severity: Error, Rule: "missing-resource", Message: fmt.Sprintf("resource %s is listed but missing", item.Value), Fix: "add the file (an encrypted Secret: `gpufleet secret encrypt`) or remove the entry"})
-			}
-		}
+	applied, findings := r.build(cmpOr(k.path, "."))
+	for _, file := range applied {
+		best, from = longer(best, from, r.files[file])
 	}
-	walk(cmpOr(k.path, "."))
 	if k.startup != "" {
 		// The annotation declares it outright, overriding probes.
-		if d, err := time.ParseDuration(k.startup); err == nil {
+		if d, err := fluxDuration(k.startup); err == nil {
 			return d, k.startupFrom, findings
 		}
 	}
 	return best, from, findings
-}
-
-func (r *repo) isDir(p string) bool {
-	for file := range r.files {
-		if strings.HasPrefix(file, p+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // longer returns the longer of best and the start-up a workload in docs
@@ -245,11 +199,7 @@ func longer(best time.Duration, from string, docs []*doc) (time.Duration, string
 		default:
 			continue
 		}
-		containers := lookup(d.node, "spec", "template", "spec", "containers")
-		if containers == nil {
-			continue
-		}
-		for _, c := range containers.Content {
+		for _, c := range items(lookup(d.node, "spec", "template", "spec", "containers")) {
 			probe := lookup(c, "startupProbe")
 			if probe == nil {
 				continue
@@ -313,4 +263,14 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// ownSource tells whether a Flux Kustomization's source is the repository
+// being linted: the GitRepository flux bootstrap names flux-system (and
+// gpufleet renders). A tenant's Kustomization reads another repository,
+// whose paths lint cannot see.
+func ownSource(d *doc) bool {
+	ref := lookup(d.node, "spec", "sourceRef")
+	return scalar(ref, "kind") == "GitRepository" && scalar(ref, "name") == "flux-system" &&
+		cmpOr(scalar(ref, "namespace"), cmpOr(d.namespace, "flux-system")) == "flux-system"
 }

@@ -26,12 +26,13 @@ func TestFindingsOnHandWrittenRepository(t *testing.T) {
 		"clusters/prod/apps.yaml:14: error: dependsOn cycle: apps → infra → apps [depends-on-cycle]; fix: remove one dependsOn of the cycle",
 		"clusters/prod/apps.yaml:14: error: Kustomization apps: dependsOn flux-system/monitoring, which no file in the repository defines [depends-on-missing]; fix: fix the name or namespace, or add the Kustomization",
 		"clusters/prod/infra.yaml:6: warning: Kustomization infra is a dependency of apps but neither waits nor has health checks: they start before it is healthy [no-wait]; fix: set spec.wait: true or list spec.healthChecks",
+		"clusters/prod/infra.yaml:8: error: Kustomization infra: spec.path ./infra is not a folder of the repository: the Kustomization fails to build [path-missing]; fix: fix the path, or add the folder",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
-	if rep.Errors() != 5 {
-		t.Errorf("errors: %d, want 5", rep.Errors())
+	if rep.Errors() != 6 {
+		t.Errorf("errors: %d, want 6", rep.Errors())
 	}
 	wantDrift := []Drift{
 		{Kustomization: "clusters/prod:flux-system/apps", File: "clusters/prod/apps.yaml", Interval: 30 * time.Second, Mean: 45 * time.Second, Worst: time.Minute},

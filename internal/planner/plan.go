@@ -251,7 +251,7 @@ func (p *planner) markCanary() {
 // install on it.
 func (p *planner) onTarget(w *work) bool {
 	label, ok := w.n.Labels[LabelDriver]
-	return w.phase == v1alpha1.NodePending && w.n.DriverVersion == p.spec.TargetVersion && (!ok || label == p.spec.TargetVersion)
+	return w.phase == v1alpha1.NodePending && DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && (!ok || label == p.spec.TargetVersion)
 }
 
 // settle marks the pending nodes that already run the target driver Done

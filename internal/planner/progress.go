@@ -80,8 +80,8 @@ func (p *planner) installing(w *work) {
 
 func (p *planner) validating(w *work) {
 	switch {
-	case w.n.DriverVersion == p.spec.TargetVersion && w.n.Ready:
-		p.move(w, v1alpha1.NodeSoaking, fmt.Sprintf("node reports driver %s; soaking for %s", p.spec.TargetVersion, short(p.set.Soak)), nil)
+	case DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready:
+		p.move(w, v1alpha1.NodeSoaking, fmt.Sprintf("node reports driver %s; soaking for %s", reportedAs(w.n.DriverVersion, p.spec.TargetVersion), short(p.set.Soak)), nil)
 	case p.overdue(w, p.set.ValidateTimeout):
 		got := w.n.DriverVersion
 		if got == "" {
@@ -125,7 +125,7 @@ func (p *planner) rollingBack(w *work) {
 	switch {
 	case w.n.DriverFailed:
 		p.quarantine(w, fmt.Sprintf("rollback to %s failed: driver pod failed to install", p.spec.PreviousVersion))
-	case w.n.DriverReady && w.n.Ready && w.n.DriverVersion == p.spec.PreviousVersion:
+	case w.n.DriverReady && w.n.Ready && DriverMatches(w.n.DriverVersion, p.spec.PreviousVersion):
 		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w))), func(t *Transition) {
 			t.Uncordon = !w.adminCordoned
 		})

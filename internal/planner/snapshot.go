@@ -96,7 +96,9 @@ type Node struct {
 	// DriverFailed: the driver pod cannot install (crash loop, init error).
 	DriverFailed bool
 	// DriverVersion is the version the node reports through GPU Feature
-	// Discovery (nvidia.com/cuda.driver-version.full).
+	// Discovery (nvidia.com/cuda.driver-version.full). It is compared with
+	// the rollout's versions only through DriverMatches, which also knows
+	// a precompiled driver's branch.
 	DriverVersion string
 	// Signals are health signals from the spec's sources (node conditions,
 	// Events, the Prometheus query) seen on the node; only those at or

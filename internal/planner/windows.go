@@ -151,10 +151,18 @@ func (c Calendar) Allowed(t time.Time) (bool, string) {
 }
 
 // NextAllowed returns the first time at or after t when a node may start,
-// looking up to 15 days ahead; zero if there is none in that horizon.
+// looking up to 15 days past the end of the freeze t is in (if any); zero
+// if there is none in that horizon.
 // Candidates are t itself, every window opening and every freeze end: the
 // answer is always one of them, since "allowed" only begins at those edges.
 func (c Calendar) NextAllowed(t time.Time) time.Time {
+	if ok, _ := c.Allowed(t); ok {
+		return t
+	}
+	// A freeze ends when it says, however far away: wait for its end (and
+	// that of any freeze it runs into); the horizon bounds only the search
+	// for a window after it.
+	t = c.afterFreezes(t)
 	if ok, _ := c.Allowed(t); ok {
 		return t
 	}
@@ -186,6 +194,20 @@ func (c Calendar) NextAllowed(t time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// afterFreezes returns t, or the end of the freeze t is in, repeated while
+// that end is inside another freeze.
+func (c Calendar) afterFreezes(t time.Time) time.Time {
+	for moved := true; moved; {
+		moved = false
+		for _, f := range c.freezes {
+			if !t.Before(f.Start.Time) && t.Before(f.End.Time) {
+				t, moved = f.End.Time, true
+			}
+		}
+	}
+	return t
 }
 
 // NextClose returns the first time after t when an open calendar closes (a

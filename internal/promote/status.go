@@ -15,9 +15,16 @@ type Status struct {
 	Rollout  string          `json:"rollout,omitempty"`
 	Clusters []ClusterStatus `json:"clusters"`
 	Waiting  []string        `json:"waiting,omitempty"`
+	// Services says where each service of the serving stack runs (see
+	// fleet.Fits), in dependency order.
+	Services []ServicePlacement `json:"services,omitempty"`
 	// Next is the exact next command.
 	Next string `json:"next"`
 	Live bool   `json:"live"`
+	// Notices are what the repository still lacks, each with the command
+	// that fixes it (the push webhook's token); the CLI fills them, as
+	// they come from the repository, not the fleet file.
+	Notices []string `json:"notices,omitempty"`
 }
 
 // ClusterStatus is one cluster's line.
@@ -31,6 +38,28 @@ type ClusterStatus struct {
 	// phase, nodes done and failure budget used, e.g. "CompletedWithFailures,
 	// 23/24 done, budget used 1 of 2" (a node rolled back).
 	Lifecycle string `json:"lifecycle,omitempty"`
+}
+
+// ServicePlacement is one service and the clusters it runs on.
+type ServicePlacement struct {
+	Service  string   `json:"service"`
+	Clusters []string `json:"clusters"`
+}
+
+// servicePlacements lists where each service runs, over every environment.
+func servicePlacements(f *fleet.Fleet) []ServicePlacement {
+	if f.Stack == nil {
+		return nil
+	}
+	var out []ServicePlacement
+	for _, svc := range f.Stack.ServiceNames() {
+		sp := ServicePlacement{Service: svc}
+		for _, env := range f.Environments() {
+			sp.Clusters = append(sp.Clusters, f.ServiceClusters(svc, env)...)
+		}
+		out = append(out, sp)
+	}
+	return out
 }
 
 // StatusOf summarises the fleet file's promotion state.
@@ -73,6 +102,7 @@ func StatusOf(f *fleet.Fleet) *Status {
 			st.Waiting = append(st.Waiting, w.What)
 		}
 	}
+	st.Services = servicePlacements(f)
 	st.Next = nextCommand(f, waits)
 	return st
 }

@@ -71,18 +71,18 @@ func usesMIG(c *fleet.Cluster) bool {
 // and the new driver are declared, and the controller moves nodes between
 // them by their gpufleet.io/driver label.
 func configObjects(p clusterPlan) ([]object, error) {
-	drivers := []string{p.rollout.Driver}
+	drivers := []*fleet.Release{p.rollout}
 	if p.rollbackTo.Driver != p.rollout.Driver {
-		drivers = append(drivers, p.rollbackTo.Driver)
+		drivers = append(drivers, p.rollbackTo)
 	}
 	var objs []object
 	for _, pool := range p.cluster.Pools {
-		for _, driver := range drivers {
-			d, err := nvidiaDriver(p, pool, driver)
+		for _, rel := range drivers {
+			d, err := nvidiaDriver(p, pool, rel)
 			if err != nil {
 				return nil, err
 			}
-			objs = append(objs, object{file: "nvidiadriver-" + NVIDIADriverName(pool.Name, driver) + ".yaml", obj: d})
+			objs = append(objs, object{file: "nvidiadriver-" + NVIDIADriverName(pool.Name, rel.Driver) + ".yaml", obj: d})
 		}
 	}
 	return objs, nil
@@ -109,17 +109,32 @@ var nvidiaDriverFields = []struct {
 	{semver.MustParse("26.7.0"), "default", func() any { return false }},
 }
 
-// NVIDIADriverName names the NVIDIADriver of a pool at a driver version.
+// NVIDIADriverName names the NVIDIADriver of a pool at a driver version
+// or, for a precompiled driver, a branch ("h100-570"). A release's driver
+// is a branch exactly when it is precompiled (the fleet file sees to it),
+// so a name never stands for both: usePrecompiled, which the operator
+// makes immutable, never changes on an existing NVIDIADriver.
 func NVIDIADriverName(pool, driver string) string { return pool + "-" + dnsName(driver) }
 
 // nvidiaDriver builds an NVIDIADriver (nvidia.com/v1alpha1, cluster-scoped)
-// with only the fields the installed operator version knows: the schema
-// rejects unknown fields, and fields come and go between versions.
-func nvidiaDriver(p clusterPlan, pool *fleet.Pool, driver string) (map[string]any, error) {
+// for rel's driver with only the fields the installed operator version
+// knows: the schema rejects unknown fields, and fields come and go between
+// versions.
+//
+// A precompiled driver (rel.Precompiled) sets usePrecompiled and names its
+// branch as version; the operator then runs one DaemonSet per kernel
+// version under this object, adding the kernel-version label
+// (feature.node.kubernetes.io/kernel-version.full) to this nodeSelector
+// itself. The selector and gpufleet.io/driver carry the branch, a valid
+// label value, so moving a node works as for a full version. The version
+// is a string in every CRD version: the encoder quotes "570", which YAML
+// would otherwise read as an integer.
+func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[string]any, error) {
 	opVersion, err := semver.ParseTolerant(p.release.GPUOperator)
 	if err != nil {
 		return nil, fmt.Errorf("gpu-operator version %q: %w", p.release.GPUOperator, err)
 	}
+	driver := rel.Driver
 	selector := map[string]any{
 		LabelGPUProduct: pool.Product,
 		LabelDriver:     driver,
@@ -133,6 +148,10 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, driver string) (map[string]an
 		"image":        "driver",
 		"version":      driver,
 		"nodeSelector": selector,
+	}
+	if rel.Precompiled {
+		// Every NVIDIADriver CRD version gpufleet supports (v24.6 on) has it.
+		spec["usePrecompiled"] = true
 	}
 	for _, v := range nvidiaDriverFields {
 		if opVersion.GE(v.since) {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/lifecycle"
 )
 
@@ -15,6 +16,12 @@ import (
 // (the old one keeps its nodes until its finalizer releases them, and the
 // new one reports the Overlap condition meanwhile).
 func lifecycleObjects(p clusterPlan) ([]object, error) {
+	return []object{{file: "driverrollout.yaml", obj: driverRolloutOf(p)}}, nil
+}
+
+// driverRolloutOf builds the cluster's DriverRollout: the one builder of
+// both render and `gpufleet simulate` (see DriverRollout).
+func driverRolloutOf(p clusterPlan) *v1alpha1.DriverRollout {
 	dr := lifecycle.DriverRolloutFor(p.rollout.Name, p.policy, p.rollout.Driver, p.rollbackTo.Driver, map[string]string{LabelGPUPresent: "true"})
 	dr.Labels = releaseLabels(p, p.rollout.Name)
 	if p.approved {
@@ -25,5 +32,5 @@ func lifecycleObjects(p clusterPlan) ([]object, error) {
 	}
 	dr.Spec.Paused = p.paused
 	dr.Spec.Abort = p.abort
-	return []object{{file: "driverrollout.yaml", obj: dr}}, nil
+	return dr
 }

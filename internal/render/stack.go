@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/lint"
 )
 
 // Folders of the serving stack, the layout Flux users know.
@@ -37,8 +38,9 @@ func SecretFile(env, service, secret string) string {
 }
 
 // WebhookSecretFile holds the token of the push Receiver, encrypted to every
-// environment's recipients.
-const WebhookSecretFile = infraConfigs + "/secret-webhook-token.sops.yaml"
+// environment's recipients. It lives in the webhook's own folder (see
+// webhookObjects), so that until it is written only the webhook is down.
+const WebhookSecretFile = lint.WebhookTokenFile
 
 // WebhookSecretName is the Secret the push Receiver reads its token from.
 const WebhookSecretName = "gpufleet-webhook-token"
@@ -67,7 +69,10 @@ func renderStack(f *fleet.Fleet, files map[string][]byte) error {
 	if err := addFolder(files, infraControllers, controllerObjects(s)); err != nil {
 		return err
 	}
-	if err := addFolderWithExtra(files, infraConfigs, configsObjects(s), []string{path.Base(WebhookSecretFile)}); err != nil {
+	if err := addFolder(files, infraConfigs, configsObjects(s)); err != nil {
+		return err
+	}
+	if err := addFolderWithExtra(files, infraWebhook, webhookObjects(), []string{path.Base(WebhookSecretFile)}); err != nil {
 		return err
 	}
 	for _, env := range f.Environments() {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"path"
+	"slices"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -56,12 +57,17 @@ func stackKustomizations(p clusterPlan) []object {
 	}
 	add("infra-controllers", infraControllers, infraInterval, infraTimeout, false)
 	add("infra-configs", infraConfigs, infraInterval, infraTimeout, true, "infra-controllers")
+	// Nothing depends on the webhook: its missing token must not block the stack.
+	add(WebhookKustomization, infraWebhook, infraInterval, infraTimeout, true)
 	if first := firstClusterOf(p, env); first == p.cluster.Name && hasImages(p) {
 		// One cluster per environment runs its image automation, or every
 		// cluster would push the same bump.
 		add("image-automation", path.Join(infraImages, env), infraInterval, infraTimeout, false, "infra-controllers")
 	}
-	for _, name := range s.ServiceNames() {
+	// Only the services placed on this cluster (fleet.Fits): one whose pods
+	// could never schedule here would never be Ready, nor the gate pass.
+	placed := p.fleet.ServicesOn(p.cluster.Name)
+	for _, name := range placed {
 		svc := s.Services[name]
 		deps := []string{"infra-configs"}
 		if svc.Environments[env].UsesGPU() {
@@ -69,7 +75,11 @@ func stackKustomizations(p clusterPlan) []object {
 			deps = append(deps, stepConfig)
 		}
 		for _, d := range svc.DependsOn {
-			deps = append(deps, AppKustomization(d))
+			// A dependency placed elsewhere has no Kustomization here to
+			// wait for: waiting on it would block the service for ever.
+			if slices.Contains(placed, d) {
+				deps = append(deps, AppKustomization(d))
+			}
 		}
 		k := add(AppKustomization(name), AppsOverlay(env, name), appInterval, fluxTimeout(svc.StartupDuration), len(svc.Secrets) > 0, deps...)
 		// `gpufleet lint` compares the timeout with what the service declares.

@@ -56,11 +56,26 @@ func controllerObjects(s *fleet.Stack) []object {
 // chartSourceName names the HelmRepository of a charted service.
 func chartSourceName(svc *fleet.Service) string { return svc.Name + "-charts" }
 
-// configsObjects are the push Receiver (a push to the fleet repository
-// reconciles at once instead of waiting for the interval) and, when an
-// alert URL is set, an Alert on failed reconciliations.
-func configsObjects(s *fleet.Stack) []object {
-	objs := []object{{file: "receiver.yaml", obj: &notifv1.Receiver{
+// infraWebhook is the folder of the push Receiver and its token, applied by
+// the infra-webhook Kustomization, on which nothing depends.
+const infraWebhook = "infrastructure/webhook"
+
+// WebhookKustomization names the Flux Kustomization of the push webhook.
+const WebhookKustomization = "infra-webhook"
+
+// webhookObjects are the push Receiver: a push to the fleet repository
+// reconciles at once instead of waiting for the interval.
+//
+// Note: the Receiver and its token have a folder and a Kustomization of
+// their own. Until `gpufleet secret encrypt --webhook-token` has been run
+// the token file is missing, and kustomize fails the whole build of a
+// folder that lists a missing file; a Receiver whose Secret is missing is
+// never Ready, which fails a Kustomization that waits. Either would have
+// blocked infra-configs and, through dependsOn, every app. Alone, only the
+// webhook is down (pushes wait for the interval), and `gpufleet lint` and
+// `gpufleet status` say what to run.
+func webhookObjects() []object {
+	return []object{{file: "receiver.yaml", obj: &notifv1.Receiver{
 		TypeMeta:   metav1.TypeMeta{APIVersion: notifv1.GroupVersion.String(), Kind: notifv1.ReceiverKind},
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet-push", Namespace: fluxNamespace},
 		Spec: notifv1.ReceiverSpec{
@@ -69,6 +84,12 @@ func configsObjects(s *fleet.Stack) []object {
 			SecretRef: &meta.LocalObjectReference{Name: WebhookSecretName},
 		},
 	}}}
+}
+
+// configsObjects are, when an alert URL is set, an Alert on failed
+// reconciliations. The folder stays when empty: the apps depend on it.
+func configsObjects(s *fleet.Stack) []object {
+	var objs []object
 	if s.AlertURL != "" {
 		objs = append(objs,
 			object{file: "provider.yaml", obj: &notifv1beta3.Provider{

@@ -34,10 +34,17 @@ func TestOverlayFileCount(t *testing.T) {
 
 func TestStackKustomizationsFollowDependencies(t *testing.T) {
 	out := renderFile(t, exampleFleet)
-	litellm := string(out.Files["clusters/prod-h100-a/flux-app-litellm.yaml"])
-	for _, dep := range []string{"app-vllm", "app-tei-embed", "app-tei-rerank", "app-qdrant", "infra-configs"} {
-		if !strings.Contains(litellm, "- name: "+dep+"\n") {
-			t.Errorf("app-litellm does not depend on %s:\n%s", dep, litellm)
+	// The gateway waits for the engines placed on its own cluster: vllm on
+	// the H100 clusters, the MIG embedders on the A100 one.
+	for cluster, deps := range map[string][]string{
+		"prod-h100-a": {"app-vllm", "app-qdrant", "infra-configs"},
+		"prod-a100":   {"app-tei-embed", "app-tei-rerank", "app-qdrant", "infra-configs"},
+	} {
+		litellm := string(out.Files["clusters/"+cluster+"/flux-app-litellm.yaml"])
+		for _, dep := range deps {
+			if !strings.Contains(litellm, "- name: "+dep+"\n") {
+				t.Errorf("%s: app-litellm does not depend on %s:\n%s", cluster, dep, litellm)
+			}
 		}
 	}
 	// vllm loads a 70B model for 15 minutes: Flux must wait longer than that.
@@ -101,5 +108,30 @@ func TestAlertSourcesNameNamespaces(t *testing.T) {
 	}
 	if !strings.Contains(alert, "  - kind: Kustomization\n    name: '*'\n") {
 		t.Errorf("alert does not watch Kustomizations:\n%s", alert)
+	}
+}
+
+// TestStackPlacementByGPUNeeds is the class of issue 17: a service is
+// rendered only to the clusters of its environment whose pools give it what
+// it asks for (GPU product, MIG slice, whole GPUs); elsewhere a Kustomization
+// with wait = true would never become Ready.
+func TestStackPlacementByGPUNeeds(t *testing.T) {
+	out := renderFile(t, exampleFleet)
+	for _, tc := range []struct {
+		cluster, service string
+		placed           bool
+	}{
+		{"prod-h100-a", "vllm", true},       // H100 whole GPUs
+		{"prod-a100", "vllm", false},        // A100 only: no H100
+		{"prod-a100", "tei-embed", true},    // all-1g.10gb pool
+		{"prod-h100-a", "tei-embed", false}, // no MIG pool
+		{"prod-h100-b", "tei-rerank", false},
+		{"prod-a100", "qdrant", true}, // no GPU: everywhere
+		{"stg-h100", "tei-embed", true},
+	} {
+		_, got := out.Files["clusters/"+tc.cluster+"/flux-"+AppKustomization(tc.service)+".yaml"]
+		if got != tc.placed {
+			t.Errorf("%s on %s: placed %v, want %v", tc.service, tc.cluster, got, tc.placed)
+		}
 	}
 }

@@ -37,10 +37,22 @@ type Report struct {
 
 // Hold is a period the rollout waited, and why.
 type Hold struct {
+	// Phase is the rollout's phase meanwhile, or Frozen.
 	Phase v1alpha1.RolloutPhase `json:"phase"`
-	From  time.Time             `json:"from"`
-	To    time.Time             `json:"to"`
+	// Freeze names the freeze that held it (its reason), for Frozen.
+	Freeze string    `json:"freeze,omitempty"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
 }
+
+// Frozen is the hold of a freeze. It is no phase of the API: the planner
+// reports a freeze as OutsideWindow (nothing may start) with the freeze in
+// its message; the report tells the two apart, since a freeze is a
+// decision someone took, not the policy's weekly pattern.
+const Frozen v1alpha1.RolloutPhase = "Frozen"
+
+// unnamedFreeze names a freeze written without a reason.
+const unnamedFreeze = "freeze"
 
 // Duration marshals as "1h30m" rather than nanoseconds.
 type Duration time.Duration
@@ -81,13 +93,51 @@ func Summarise(ro *v1alpha1.DriverRollout, res *Result) Report {
 	}
 	for _, p := range res.Phases {
 		switch p.Phase {
-		case v1alpha1.PhaseOutsideWindow, v1alpha1.PhasePaused, v1alpha1.PhaseWaitingForApproval:
+		case v1alpha1.PhaseOutsideWindow:
+			r.Held = append(r.Held, splitFreezes(ro.Spec.Freezes, p.From, p.To)...)
+		case v1alpha1.PhasePaused, v1alpha1.PhaseWaitingForApproval:
 			if p.To.After(p.From) {
 				r.Held = append(r.Held, Hold{Phase: p.Phase, From: p.From, To: p.To})
 			}
 		}
 	}
 	return r
+}
+
+// splitFreezes cuts a period outside the windows into the parts a freeze
+// held (Frozen, named) and the rest (OutsideWindow), in time order.
+func splitFreezes(freezes []v1alpha1.FreezePeriod, from, to time.Time) []Hold {
+	var out []Hold
+	add := func(h Hold) {
+		if h.To.After(h.From) {
+			out = append(out, h)
+		}
+	}
+	fs := slices.Clone(freezes)
+	slices.SortFunc(fs, func(a, b v1alpha1.FreezePeriod) int { return a.Start.Compare(b.Start.Time) })
+	t := from
+	for _, f := range fs {
+		s, e := f.Start.Time, f.End.Time
+		if !e.After(t) || !s.Before(to) {
+			continue
+		}
+		if s.After(t) {
+			add(Hold{Phase: v1alpha1.PhaseOutsideWindow, From: t, To: s})
+			t = s
+		}
+		name := f.Reason
+		if name == "" {
+			name = unnamedFreeze
+		}
+		end := e
+		if e.After(to) {
+			end = to
+		}
+		add(Hold{Phase: Frozen, Freeze: name, From: t, To: end})
+		t = end
+	}
+	add(Hold{Phase: v1alpha1.PhaseOutsideWindow, From: t, To: to})
+	return out
 }
 
 // spread is a lower bound on running jobs of the given lengths on slots

@@ -65,6 +65,11 @@ type Config struct {
 	// without their resourceVersion would: only for the tests proving the
 	// checker catches two rollouts taking the same node.
 	Unlocked bool
+	// ApproveWhenAsked plays the person who approves: as soon as the first
+	// rollout waits for approval, spec.approval is set to its name (the
+	// edit `gpufleet approve` makes), so a rehearsal measures the
+	// machinery and not the wait for a person.
+	ApproveWhenAsked bool
 }
 
 // Step is one planning pass of one rollout, for Observe; or, with
@@ -331,6 +336,11 @@ func Run(cfg Config) (*Result, error) {
 			}
 		}
 
+		if ro := w.rollout; cfg.ApproveWhenAsked && ro.Status.Phase == v1alpha1.PhaseWaitingForApproval && ro.Spec.Approval != ro.Name {
+			ro.Spec.Approval = ro.Name
+			w.note("script", "approved %s", ro.Name)
+			resting, next = false, w.now
+		}
 		busy := inFlight(w.nodes)
 		if resting && busy == 0 && !scripted() {
 			return finish(res, w, tl), nil

@@ -735,7 +735,7 @@ secrets = ["litellm-master-key"]
 		t0 := time.Now()
 		c := w.client(stg)
 		w.eventually(3*time.Minute, "the decrypted Secret llm-gateway/litellm-master-key in stg", func() (bool, string) {
-			for _, k := range []string{"infra-controllers", "infra-configs"} {
+			for _, k := range []string{"infra-controllers", "infra-configs", render.WebhookKustomization} {
 				if _, ok := ready[k]; !ok && kustomizationReadyAt(w, stg, k, rev) {
 					ready[k] = time.Since(t0)
 				}
@@ -750,7 +750,7 @@ secrets = ["litellm-master-key"]
 			if got := string(sec.Data["master-key"]); got != masterKey {
 				w.t.Fatalf("the Secret in the cluster holds %q, want the decrypted value", got)
 			}
-			return len(ready) == 2, fmt.Sprintf("Ready: %v", ready)
+			return len(ready) == 3, fmt.Sprintf("Ready: %v", ready)
 		})
 		tok := &corev1.Secret{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: testbed.FluxNamespace, Name: render.WebhookSecretName}, tok); err != nil {

@@ -321,7 +321,7 @@ func markerOf(p, env string) string {
 func testReceiver(t *testing.T, w *world) {
 	ctx := t.Context()
 	w.createWebhookSecret(t, "test-token-0123456789")
-	w.applyRendered(t, "infrastructure/configs/receiver.yaml")
+	w.applyRendered(t, "infrastructure/webhook/receiver.yaml")
 	var hook string
 	poll(t, "Receiver fleet-push has a webhook path", 30*time.Second, func(ctx context.Context) (bool, string) {
 		r := &notifv1.Receiver{}
