@@ -163,15 +163,5 @@ func chartRenderOptions(ctx context.Context, f *fleet.Fleet, src charts.Source) 
 	if f.Charts.Mode != fleet.ModeManifests {
 		return render.Options{}
 	}
-	return render.Options{Charts: chartRenderer{ctx: ctx, src: src}}
-}
-
-// chartRenderer renders operator charts with Helm's SDK for render.
-type chartRenderer struct {
-	ctx context.Context
-	src charts.Source
-}
-
-func (r chartRenderer) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
-	return charts.RenderManifests(r.ctx, r.src, chart, version, values, charts.RenderOptions{Namespace: namespace, ReleaseName: chart})
+	return render.Options{Charts: charts.Renderer{Ctx: ctx, Src: src}}
 }

@@ -20,8 +20,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/promote"
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
@@ -105,18 +107,18 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer func() {
 		fmt.Fprintln(o.Out, "stopping the testbed...")
-		if err := w.stop(); err != nil {
+		if err := w.Stop(); err != nil {
 			fmt.Fprintf(o.Out, "stop: %v\n", err)
 		}
 	}()
-	sum.Kubeconfig, sum.Repo = w.tb.Kubeconfig, w.dir
-	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.tb.Kubeconfig)
+	sum.Kubeconfig, sum.Repo = w.Testbed.Kubeconfig, w.Dir
+	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.Testbed.Kubeconfig)
 
 	rec := newRecorder(time.Now())
 	recCtx, stopRec := context.WithCancel(ctx)
 	var recDone sync.WaitGroup
 	for _, name := range clusterNames {
-		recDone.Go(func() { rec.run(recCtx, name, w.tb.Cluster(name).Client, 250*time.Millisecond) })
+		recDone.Go(func() { rec.run(recCtx, name, w.Client(name), 250*time.Millisecond) })
 	}
 	s := &player{ctx: ctx, w: w, out: o.Out, sum: sum}
 	s.play()
@@ -125,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.Took = time.Since(began)
 	printSummary(o.Out, sum)
 	if o.Report != "" {
-		if err := w.report(o.Report, sum, rec); err != nil {
+		if err := report(o.Report, w.FleetFile, sum, rec); err != nil {
 			fmt.Fprintf(o.Out, "report: %v\n", err)
 		} else {
 			fmt.Fprintf(o.Out, "report: %s\n", o.Report)
@@ -134,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 
 	if o.Keep && ctx.Err() == nil {
 		fmt.Fprintf(o.Out, "\nThe testbed keeps running (Ctrl-C stops it):\n  export KUBECONFIG=%s\n  kubectl --context stg get nodes -L %s\n  fleet repository: %s\n",
-			w.tb.Kubeconfig, "nvidia.com/cuda.driver-version.full", w.dir)
+			w.Testbed.Kubeconfig, labelDriver, w.Dir)
 		<-ctx.Done()
 	}
 	if sum.Failed() {
@@ -147,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 // skipped, since each builds on the one before.
 type player struct {
 	ctx    context.Context
-	w      *world
+	w      *lab.World
 	out    io.Writer
 	sum    *Summary
 	rev    string
@@ -178,32 +180,46 @@ func (p *player) step(name string, fn func() (string, error)) {
 func (p *player) mutate(m promote.Mutation) (*promote.Result, error) {
 	res, err := promote.Apply(p.ctx, promote.Options{
 		FleetFile: p.w.fleetFile, Mutation: m,
-		Gate: promote.RealGate(p.w.dir, p.w.tb.Kubeconfig, 20*time.Second, nil),
+		Gate:   promote.RealGate(p.w.dir, p.w.tb.Kubeconfig, 20*time.Second, nil),
+		Render: p.renderOptions,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.rev, err = p.w.push()
+	p.rev, err = p.w.Push()
 	return res, err
+}
+
+// renderOptions renders the operator charts from the fleet's [charts]
+// repository (the real charts' folder) in the manifests chart mode.
+func (p *player) renderOptions(f *fleet.Fleet) (render.Options, error) {
+	if f.Charts.Mode != fleet.ModeManifests {
+		return render.Options{}, nil
+	}
+	src, err := charts.NewSource(f.Charts.Repository, charts.Options{})
+	if err != nil {
+		return render.Options{}, err
+	}
+	return render.Options{Charts: charts.Renderer{Ctx: p.ctx, Src: src}}, nil
 }
 
 // gate runs the gate on a wave at HEAD.
 func (p *player) gate(wave string) (*gate.Report, error) {
-	f, err := fleet.Load(p.w.fleetFile)
+	f, err := fleet.Load(p.w.FleetFile)
 	if err != nil {
 		return nil, err
 	}
-	rev, err := gate.HeadRevision(p.w.dir)
+	rev, err := gate.HeadRevision(p.w.Dir)
 	if err != nil {
 		return nil, err
 	}
-	return gate.Run(p.ctx, gate.Options{Fleet: f, Clusters: f.Waves[f.WaveIndex(wave)].Clusters, Revision: rev, Kubeconfig: p.w.tb.Kubeconfig, Timeout: 20 * time.Second, Now: time.Now}), nil
+	return gate.Run(p.ctx, gate.Options{Fleet: f, Clusters: f.Waves[f.WaveIndex(wave)].Clusters, Revision: rev, Kubeconfig: p.w.Testbed.Kubeconfig, Timeout: 20 * time.Second, Now: time.Now}), nil
 }
 
 // applied waits for every cluster to apply the last pushed revision.
 func (p *player) applied(clusters ...string) error {
 	for _, c := range clusters {
-		if err := p.w.waitApplied(p.ctx, c, p.rev); err != nil {
+		if err := p.w.WaitApplied(p.ctx, c, p.rev, waitFor); err != nil {
 			return err
 		}
 	}
@@ -213,25 +229,29 @@ func (p *player) applied(clusters ...string) error {
 func (p *player) play() {
 	ctx, w := p.ctx, p.w
 	p.step("gpufleet render, commit, push: Flux applies operators → config → lifecycle", func() (string, error) {
-		f, err := fleet.Load(w.fleetFile)
+		f, err := fleet.Load(w.FleetFile)
 		if err != nil {
 			return "", err
 		}
-		out, err := render.Render(f)
+		opts, err := p.renderOptions(f)
 		if err != nil {
 			return "", err
 		}
-		changes, err := render.Write(out, w.dir)
+		out, err := render.RenderWith(f, opts)
 		if err != nil {
 			return "", err
 		}
-		if _, err := w.git("add", "-A"); err != nil {
+		changes, err := render.Write(out, w.Dir)
+		if err != nil {
 			return "", err
 		}
-		if _, err := w.git("commit", "-q", "-m", "gpufleet render: the fleet's first render"); err != nil {
+		if _, err := w.Git("add", "-A"); err != nil {
 			return "", err
 		}
-		if p.rev, err = w.push(); err != nil {
+		if _, err := w.Git("commit", "-q", "-m", "gpufleet render: the fleet's first render"); err != nil {
+			return "", err
+		}
+		if p.rev, err = w.Push(); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%d files rendered; both clusters Ready at %s", len(changes), shortRev(p.rev)), p.applied(clusterNames...)
@@ -240,7 +260,7 @@ func (p *player) play() {
 		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, relGood) }); err != nil {
 			return "", err
 		}
-		if _, err := w.waitRollout(ctx, stg, relGood, v1alpha1.PhaseCompleted); err != nil {
+		if _, err := w.WaitRollout(ctx, stg, relGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
 			return "", err
 		}
 		return "stg: 3 of 3 nodes on " + drvGood, p.applied(clusterNames...)
@@ -257,7 +277,7 @@ func (p *player) play() {
 	})
 	approval := relGood + "/" + waveProduction
 	p.step("gpufleet status names the approval; approve "+approval, func() (string, error) {
-		f, err := fleet.Load(w.fleetFile)
+		f, err := fleet.Load(w.FleetFile)
 		if err != nil {
 			return "", err
 		}
@@ -274,7 +294,7 @@ func (p *player) play() {
 		if _, err := p.mutate(promote.Promote); err != nil {
 			return "", err
 		}
-		if _, err := w.waitRollout(ctx, prod, relGood, v1alpha1.PhaseCompleted); err != nil {
+		if _, err := w.WaitRollout(ctx, prod, relGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
 			return "", err
 		}
 		return "prod: 3 of 3 nodes on " + drvGood, p.applied(clusterNames...)
@@ -287,7 +307,7 @@ func (p *player) play() {
 		return strings.TrimPrefix(strings.SplitN(res.Message, "\n", 2)[0], "gpufleet: "), p.applied(clusterNames...)
 	})
 	p.step("drift: edit a Flux-managed object by hand; Flux restores it", func() (string, error) {
-		c := w.tb.Cluster(stg).Client
+		c := w.Client(stg)
 		if err := testbed.Update(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", false, func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "1h0m0s", "spec", "interval")
 		}); err != nil {
@@ -311,11 +331,11 @@ func (p *player) play() {
 		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, relDrill) }); err != nil {
 			return "", err
 		}
-		dr, err := w.waitRollout(ctx, stg, relDrill, v1alpha1.PhaseStalled)
+		dr, err := w.WaitRollout(ctx, stg, relDrill, waitFor, v1alpha1.PhaseStalled)
 		if err != nil {
 			return "", err
 		}
-		if err := w.waitDrivers(ctx, stg, drvGood); err != nil {
+		if err := w.WaitDrivers(ctx, stg, drvGood, waitFor); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("canary %v %s; nodes still on %s", dr.Status.Canary.Nodes, dr.Status.Canary.Result, drvGood), nil
@@ -340,10 +360,10 @@ func (p *player) play() {
 		if _, err := p.mutate(promote.Abort); err != nil {
 			return "", err
 		}
-		if err := w.waitApplied(ctx, stg, p.rev, "operators", "config"); err != nil {
+		if err := w.WaitApplied(ctx, stg, p.rev, waitFor, "operators", "config"); err != nil {
 			return "", err
 		}
-		return "stg back on " + drvGood, w.waitDrivers(ctx, stg, drvGood)
+		return "stg back on " + drvGood, w.WaitDrivers(ctx, stg, drvGood, waitFor)
 	})
 }
 

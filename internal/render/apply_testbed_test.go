@@ -25,15 +25,6 @@ import (
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// realCharts renders the operator charts of a folder with Helm's SDK, as
-// "gpufleet render --charts DIR" does.
-type realCharts struct{ src charts.Source }
-
-func (r realCharts) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
-	return charts.RenderManifests(context.Background(), r.src, chart, version, values,
-		charts.RenderOptions{Namespace: namespace, ReleaseName: chart})
-}
-
 // TestManifestsApplyLikeFlux applies what render writes in the manifests
 // mode — every GPU Operator chart version of ../shared/operators rendered to
 // plain objects, the Network Operator's, and gpufleet's own NVIDIADrivers —
@@ -57,7 +48,7 @@ func TestManifestsApplyLikeFlux(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := render.RenderWith(f, render.Options{Charts: realCharts{src: src}})
+			out, err := render.RenderWith(f, render.Options{Charts: charts.Renderer{Ctx: ctx, Src: src}})
 			if err != nil {
 				t.Fatal(err)
 			}
