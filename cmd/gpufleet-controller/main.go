@@ -47,12 +47,20 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	fs.DurationVar(&o.DrainRetry, "drain-retry", 0, "how soon a drain blocked by a PodDisruptionBudget is retried (default 5s)")
 	fs.DurationVar(&o.HealthPoll, "health-poll", 0, "how often a soaking node's Prometheus query runs (default 30s)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	var qps float64
+	var burst int
+	fs.Float64Var(&qps, "kube-api-qps", defaultQPS, "steady requests per second to the API server, however the kubeconfig is given")
+	fs.IntVar(&burst, "kube-api-burst", defaultBurst, "requests allowed in a burst above --kube-api-qps")
 	zo := zap.Options{}
 	zo.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return exitUsage
+	}
+	if qps <= 0 || burst < 1 {
+		fmt.Fprintf(stderr, "%s: --kube-api-qps must be above 0 and --kube-api-burst at least 1\n", controller.Name)
 		return exitUsage
 	}
 	if err := o.Validate(); err != nil {
@@ -62,7 +70,7 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr)))
 	log := ctrl.Log.WithName("setup")
 
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := restConfig(kubeconfig, float32(qps), burst)
 	if err != nil {
 		log.Error(err, "no cluster to talk to")
 		return exitFailed
@@ -75,9 +83,28 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	return 0
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// The client's rate limits. client-go's own (5 QPS, burst 10) apply to a
+// config built from a kubeconfig file, while controller-runtime's
+// GetConfig raises them (20/30): the same controller ran at half speed on
+// 100 nodes depending on how its kubeconfig was named. One setting for both.
+const (
+	defaultQPS   = 50
+	defaultBurst = 100
+)
+
+// restConfig finds the cluster: the --kubeconfig file, else $KUBECONFIG,
+// else in-cluster; with the given client rate limits whichever it was.
+func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	return cfg, nil
 }

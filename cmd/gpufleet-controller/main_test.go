@@ -32,6 +32,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"negative duration", []string{"--drain-retry", "-1s"}, exitUsage, "negative"},
 		{"renew deadline past the lease", []string{"--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "3s"}, exitUsage, "renew deadline 3s must be shorter"},
 		{"unreadable kubeconfig", []string{"--kubeconfig", bad}, exitFailed, "no cluster to talk to"},
+		{"zero QPS", []string{"--kube-api-qps", "0"}, exitUsage, "--kube-api-qps must be above 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,5 +44,31 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("output does not say %q:\n%s", tt.say, out.String())
 			}
 		})
+	}
+}
+
+// TestRateLimitsWhateverTheKubeconfig: the client's QPS and burst are the
+// flags' whether the kubeconfig is a --kubeconfig file or $KUBECONFIG.
+func TestRateLimitsWhateverTheKubeconfig(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	const good = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(kc, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kc)
+	for name, file := range map[string]string{"--kubeconfig": kc, "$KUBECONFIG": ""} {
+		cfg, err := restConfig(file, 75, 150)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if cfg.QPS != 75 || cfg.Burst != 150 {
+			t.Errorf("%s: QPS %v burst %d, want 75 and 150", name, cfg.QPS, cfg.Burst)
+		}
 	}
 }
