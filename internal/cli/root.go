@@ -88,7 +88,6 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	root.AddCommand(newSimulateCommand(s))
 	root.AddCommand(newValidateCommand(s))
 	root.AddCommand(newCRDDiffCommand(s))
-	root.AddCommand(newDemoCommand(s))
 	argsAreUsage(root)
 	return root
 }

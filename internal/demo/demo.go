@@ -100,7 +100,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	log.SetOutput(io.Discard)
 	began := time.Now()
 	sum := &Summary{}
-	fmt.Fprintln(o.Out, "gpufleet demo: starting two clusters (stg, prod), Flux, a git server and 3 simulated GPU nodes per cluster...")
+	fmt.Fprintln(o.Out, "gpufleet-lab demo: starting two clusters (stg, prod), Flux, a git server and 3 simulated GPU nodes per cluster...")
 	w, err := start(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("start the testbed: %w", err)
@@ -179,8 +179,8 @@ func (p *player) step(name string, fn func() (string, error)) {
 // mutate runs one promotion command (edit, render, commit) and pushes it.
 func (p *player) mutate(m promote.Mutation) (*promote.Result, error) {
 	res, err := promote.Apply(p.ctx, promote.Options{
-		FleetFile: p.w.fleetFile, Mutation: m,
-		Gate:   promote.RealGate(p.w.dir, p.w.tb.Kubeconfig, 20*time.Second, nil),
+		FleetFile: p.w.FleetFile, Mutation: m,
+		Gate:   promote.RealGate(p.w.Dir, p.w.Testbed.Kubeconfig, 20*time.Second, nil),
 		Render: p.renderOptions,
 	})
 	if err != nil {

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/lab"
 )
 
 func TestEmbeddedFleetIsValid(t *testing.T) {
-	if !bytes.Contains(fleetTOML, []byte(placeholderCharts)) {
-		t.Fatalf("the fleet file lacks the chart repository placeholder %s that Run replaces", placeholderCharts)
+	if !bytes.Contains(fleetTOML, []byte(lab.PlaceholderCharts)) {
+		t.Fatalf("the fleet file lacks the chart repository placeholder %s that Run replaces", lab.PlaceholderCharts)
 	}
 	f, err := fleet.Parse("fleet.toml", fleetTOML)
 	if err != nil {

@@ -13,10 +13,10 @@ import (
 )
 
 // Node labels the recorder reads: the lifecycle controller's phase and the
-// driver version GPU Feature Discovery reports.
+// driver version GPU Feature Discovery reports (the contract's names).
 const (
-	labelPhase  = "gpufleet.io/rollout-phase"
-	labelDriver = "nvidia.com/cuda.driver-version.full"
+	labelPhase  = v1alpha1.LabelPhase
+	labelDriver = v1alpha1.LabelGFDDriverFull
 )
 
 // recorder samples every cluster's nodes while the story plays, so the

@@ -17,8 +17,8 @@ func nodeNamed(name string) planner.Node { return planner.Node{Name: name} }
 
 // report writes the HTML report to path, with the clusters as the fleet
 // file leaves them.
-func (w *world) report(path string, sum *Summary, rec *recorder) error {
-	f, err := fleet.Load(w.fleetFile)
+func report(path, fleetFile string, sum *Summary, rec *recorder) error {
+	f, err := fleet.Load(fleetFile)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
 	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 // TestInvariantsOneStep plans once from random snapshots, states a rollout
@@ -112,7 +113,7 @@ func TestInvariantsOneStep(t *testing.T) {
 				starts++
 			}
 		}
-		check := sim.NewStepChecker()
+		check := simcheck.NewStepChecker()
 		check.Step(sim.Step{At: at, Rollout: ro, Before: nodes, After: after, Result: res, Others: peers})
 		if v := check.Violations(); len(v) > 0 {
 			t.Fatalf("seed %d: %v", seed, v)

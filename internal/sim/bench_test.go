@@ -1,23 +1,24 @@
-package sim
+package sim_test
 
 import (
 	"testing"
 	"time"
 
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
 // BenchmarkRollout5000Nodes simulates a whole rollout over 5,000 nodes with
 // random durations and a few failures, the controller acting once a minute
-// at most (see Config.Tick). Target: under 5 s.
+// at most (see sim.Config.Tick). Target: under 5 s.
 func BenchmarkRollout5000Nodes(b *testing.B) {
 	ro := pt.Rollout("r").Canary(2).AutoApprove().Parallel(50).MaxUnavailablePercent("2%").Budget(100).Build()
-	nodes := Nodes(5000, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
-	prof := DefaultProfile()
+	nodes := sim.Nodes(5000, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	prof := sim.DefaultProfile()
 	prof.InstallFailRate, prof.XIDRate = 0.002, 0.002
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := Run(Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: prof, Tick: time.Minute})
+		res, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: prof, Tick: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -31,16 +32,16 @@ func BenchmarkRollout5000Nodes(b *testing.B) {
 // lockstep batches that wait for their slowest node.
 func BenchmarkRefillVsLockstep(b *testing.B) {
 	ro := pt.Rollout("r").Parallel(10).MaxUnavailable(10).Soak(30 * time.Minute).Build()
-	nodes := Nodes(200, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
-	prof := DefaultProfile()
-	prof.Drain = Dist{Median: 5 * time.Minute, Spread: 0.9} // drains have long tails
+	nodes := sim.Nodes(200, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	prof := sim.DefaultProfile()
+	prof.Drain = sim.Dist{Median: 5 * time.Minute, Spread: 0.9} // drains have long tails
 	var refill, lock time.Duration
 	for b.Loop() {
-		r1, err := Run(Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof})
+		r1, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof})
 		if err != nil {
 			b.Fatal(err)
 		}
-		r2, err := Run(Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof, Lockstep: true})
+		r2, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof, Lockstep: true})
 		if err != nil {
 			b.Fatal(err)
 		}

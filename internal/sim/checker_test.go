@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"strings"
@@ -11,6 +11,8 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 // TestChecker feeds the checker hand-made steps, each breaking one rule, so
@@ -62,10 +64,10 @@ func TestChecker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewChecker()
+			c := simcheck.NewChecker()
 			res := planner.Result{Transitions: tt.ts}
 			res.Status.Canary.Nodes = tt.canary
-			c.Step(Step{At: monday, Rollout: tt.rollout, Before: tt.before, After: apply(tt.before, tt.ts...), Result: res})
+			c.Step(sim.Step{At: monday, Rollout: tt.rollout, Before: tt.before, After: apply(tt.before, tt.ts...), Result: res})
 			got := strings.Join(c.Violations(), "\n")
 			if tt.want == "" {
 				if diff := cmp.Diff("", got); diff != "" {
@@ -82,12 +84,12 @@ func TestChecker(t *testing.T) {
 
 func TestCheckerFinal(t *testing.T) {
 	ro := pt.Rollout("r").Build()
-	c := NewChecker()
+	c := simcheck.NewChecker()
 	before := pt.Nodes("gpu", 3)
 	after := append([]planner.Node(nil), before...)
 	tr := planner.Transition{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started", Cordon: true}
 	tr.ApplyTo(&after[0], "r", monday)
-	c.Step(Step{At: monday, Rollout: ro, Before: before, After: after, Result: planner.Result{Transitions: []planner.Transition{tr}}})
+	c.Step(sim.Step{At: monday, Rollout: ro, Before: before, After: after, Result: planner.Result{Transitions: []planner.Transition{tr}}})
 	after[1].Phase = v1alpha1.NodeDone // moved without a transition
 	after[2].Phase = v1alpha1.NodePending
 	c.Final(ro, after)
@@ -131,34 +133,34 @@ func TestCheckerOwnersAndCordons(t *testing.T) {
 	released := []planner.Node{pt.Node("gpu-00").Cordoned().Build()}
 	tests := []struct {
 		name string
-		step Step
+		step sim.Step
 		want string
 	}{
-		{"moves another live rollout's node", Step{Rollout: ro, Before: owned("s"), After: after(owned("s"), start), Truth: owned("s"),
+		{"moves another live rollout's node", sim.Step{Rollout: ro, Before: owned("s"), After: after(owned("s"), start), Truth: owned("s"),
 			Others: []planner.Peer{{Name: "s"}}, Result: planner.Result{Transitions: []planner.Transition{start}}}, "belongs to rollout s"},
-		{"a node whose owner is gone is free", Step{Rollout: ro, Before: owned(""), After: after(owned(""), start), Truth: owned("gone"),
+		{"a node whose owner is gone is free", sim.Step{Rollout: ro, Before: owned(""), After: after(owned(""), start), Truth: owned("gone"),
 			Result: planner.Result{Transitions: []planner.Transition{start}}}, ""},
-		{"started twice", Step{Rollout: ro, Before: pt.Nodes("gpu", 2), After: after(pt.Nodes("gpu", 2), start),
+		{"started twice", sim.Step{Rollout: ro, Before: pt.Nodes("gpu", 2), After: after(pt.Nodes("gpu", 2), start),
 			Truth: after(pt.Nodes("gpu", 2), start), Result: planner.Result{Transitions: []planner.Transition{start}}}, "it was Draining already"},
-		{"starts a node an older rollout goes first on", Step{Rollout: ro, Before: pt.Nodes("gpu", 2), After: after(pt.Nodes("gpu", 2), start),
+		{"starts a node an older rollout goes first on", sim.Step{Rollout: ro, Before: pt.Nodes("gpu", 2), After: after(pt.Nodes("gpu", 2), start),
 			Others: []planner.Peer{older}, Result: planner.Result{Transitions: []planner.Transition{start}}}, "the older rollout older selects too"},
-		{"lifts an admin's cordon", Step{Rollout: ro, Before: soaking, After: after(soaking, done),
+		{"lifts an admin's cordon", sim.Step{Rollout: ro, Before: soaking, After: after(soaking, done),
 			CordonsBefore: map[string]string{"gpu-00": "admin"}, Result: planner.Result{Transitions: []planner.Transition{done}}}, "uncordoned gpu-00, whose cordon an admin holds"},
-		{"moves an admin-cordoned node without the mark", Step{Rollout: ro, Before: cordoned,
+		{"moves an admin-cordoned node without the mark", sim.Step{Rollout: ro, Before: cordoned,
 			After:         after(cordoned, planner.Transition{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started"}),
 			CordonsBefore: map[string]string{"gpu-00": "admin"},
 			Result:        planner.Result{Transitions: []planner.Transition{{Node: "gpu-00", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Reason: "started"}}}},
 			"without recording it"},
-		{"a release that drops the mark", Step{Rollout: ro, Released: []string{"gpu-00"},
+		{"a release that drops the mark", sim.Step{Rollout: ro, Released: []string{"gpu-00"},
 			Before: []planner.Node{pt.Node("gpu-00").AdminCordoned().Build()}, After: released,
 			CordonsBefore: map[string]string{"gpu-00": "admin"}}, "dropped the admin-cordon mark"},
-		{"a release that uncordons", Step{Rollout: ro, Released: []string{"gpu-00"},
+		{"a release that uncordons", sim.Step{Rollout: ro, Released: []string{"gpu-00"},
 			Before: soaking, After: pt.Nodes("gpu", 1),
 			CordonsBefore: map[string]string{"gpu-00": "r"}}, "deleting r uncordoned gpu-00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewChecker()
+			c := simcheck.NewChecker()
 			tt.step.At = monday
 			c.Step(tt.step)
 			got := strings.Join(c.Violations(), "\n")

@@ -15,6 +15,7 @@
 // ForceDelete in a script), each planned from its own view of the nodes as
 // the controller observes them, and Config.Racing plays two controllers
 // planning from the same moment and writing with the nodes' versions as
-// preconditions. The Checker judges ownership and cordons from the world's
-// own record of who owns each node and who holds each cordon.
+// preconditions. The Checker of package simcheck (test support, so not
+// linked into any binary) judges ownership and cordons from the world's own
+// record of who owns each node and who holds each cordon.
 package sim

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 // seeds is how many random rollouts TestInvariants runs: 1,000 by default
@@ -35,7 +37,7 @@ func seeds(t *testing.T) int {
 // failing installs and rollbacks, XIDs, wrong versions, nodes going
 // NotReady, admins cordoning, windows, freezes, remediation labels, and a
 // script of approvals (right and wrong), pauses and aborts.
-func randomConfig(seed uint64) Config {
+func randomConfig(seed uint64) sim.Config {
 	r := rand.New(rand.NewPCG(seed, 42))
 	name := "r" + strconv.FormatUint(seed, 10)
 	b := pt.Rollout(name).
@@ -86,7 +88,7 @@ func randomConfig(seed uint64) Config {
 			nodes[i].Labels = map[string]string{pt.PoolKey: "a100"} // not selected
 		}
 	}
-	prof := DefaultProfile()
+	prof := sim.DefaultProfile()
 	prof.InstallFailRate = r.Float64() * 0.3
 	prof.WrongVersionRate = r.Float64() * 0.05
 	prof.XIDRate = r.Float64() * 0.2
@@ -94,46 +96,46 @@ func randomConfig(seed uint64) Config {
 	prof.NotReadyRate = r.Float64() * 0.3
 	prof.AdminCordonRate = r.Float64() * 0.2
 
-	var script []Event
+	var script []sim.Event
 	at := func() time.Duration { return time.Duration(r.IntN(72*60)) * time.Minute }
 	for range r.IntN(4) {
 		switch r.IntN(6) {
 		case 0, 1:
-			script = append(script, Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = name })})
+			script = append(script, sim.Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = name })})
 		case 2:
-			script = append(script, Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "someone-else" })})
+			script = append(script, sim.Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "someone-else" })})
 		case 3:
 			p := at()
 			script = append(script,
-				Event{At: p, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = true })},
-				Event{At: p + time.Duration(r.IntN(600))*time.Minute, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })})
+				sim.Event{At: p, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = true })},
+				sim.Event{At: p + time.Duration(r.IntN(600))*time.Minute, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })})
 		case 4:
-			script = append(script, Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Abort = true })})
+			script = append(script, sim.Event{At: at(), Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Abort = true })})
 		case 5:
 			node := nodes[r.IntN(n)].Name
 			p := at()
 			script = append(script,
-				Event{At: p, Do: func(w *World) { w.SetLabel(node, "gpufleet.io/remediation", "true") }},
-				Event{At: p + 3*time.Hour, Do: func(w *World) { w.SetLabel(node, "gpufleet.io/remediation", "") }})
+				sim.Event{At: p, Do: func(w *sim.World) { w.SetLabel(node, "gpufleet.io/remediation", "true") }},
+				sim.Event{At: p + 3*time.Hour, Do: func(w *sim.World) { w.SetLabel(node, "gpufleet.io/remediation", "") }})
 		}
 	}
 	// Ready nodes come back eventually, so runs converge.
 	for _, nd := range nodes {
 		if !nd.Ready {
-			script = append(script, Event{At: at(), Do: func(w *World) { w.SetReady(nd.Name, true) }})
+			script = append(script, sim.Event{At: at(), Do: func(w *sim.World) { w.SetReady(nd.Name, true) }})
 		}
 	}
-	cfg := Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
+	cfg := sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
 	addRivals(seed, &cfg)
 	return cfg
 }
 
 // runChecked runs cfg under the checker and returns what it found.
-func runChecked(t *testing.T, cfg Config) []string {
+func runChecked(t *testing.T, cfg sim.Config) []string {
 	t.Helper()
-	check := NewChecker()
+	check := simcheck.NewChecker()
 	cfg.Observe = check.Step
-	res, err := Run(cfg)
+	res, err := sim.Run(cfg)
 	if err != nil {
 		// What broke on the way says more than the non-convergence.
 		return append(check.Violations(), err.Error())
@@ -152,7 +154,7 @@ func TestInvariantsRandomized(t *testing.T) {
 	racing, rivals := 0, 0
 	for seed := range uint64(n) {
 		cfg := randomConfig(seed)
-		check := NewChecker()
+		check := simcheck.NewChecker()
 		cfg.Observe = tee(check.Step, cov.observe)
 		if cfg.Racing {
 			racing++
@@ -160,7 +162,7 @@ func TestInvariantsRandomized(t *testing.T) {
 		if len(cfg.Script) > 0 {
 			rivals++
 		}
-		res, err := Run(cfg)
+		res, err := sim.Run(cfg)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -193,7 +195,7 @@ func TestInvariantsRandomized(t *testing.T) {
 // planner hides one rule from the real planner (by lying to it about the
 // spec, or by dropping part of its output), and the checker must notice.
 func TestInvariantsCatchBrokenPlanners(t *testing.T) {
-	lie := func(edit func(*v1alpha1.DriverRolloutSpec)) PlanFunc {
+	lie := func(edit func(*v1alpha1.DriverRolloutSpec)) sim.PlanFunc {
 		return func(s planner.Snapshot, now time.Time) planner.Result {
 			ro := s.Rollout.DeepCopy()
 			edit(&ro.Spec)
@@ -201,7 +203,7 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 			return planner.Plan(s, now)
 		}
 	}
-	drop := func(edit func(*planner.Transition)) PlanFunc {
+	drop := func(edit func(*planner.Transition)) sim.PlanFunc {
 		return func(s planner.Snapshot, now time.Time) planner.Result {
 			r := planner.Plan(s, now)
 			for i := range r.Transitions {
@@ -213,56 +215,56 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 	hundred := intstr.FromInt32(100)
 	failing := steady()
 	failing.InstallFailRate = 1
-	base := func() Config {
-		return Config{Nodes: pt.Nodes("gpu", 6), Start: monday, Profile: steady()}
+	base := func() sim.Config {
+		return sim.Config{Nodes: pt.Nodes("gpu", 6), Start: monday, Profile: steady()}
 	}
 	tests := []struct {
 		name string
-		cfg  func() Config
-		plan PlanFunc
+		cfg  func() sim.Config
+		plan sim.PlanFunc
 	}{
-		{"ignores maxUnavailable", func() Config {
+		{"ignores maxUnavailable", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Parallel(4).MaxUnavailable(1).Build()
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.MaxUnavailable = &hundred })},
-		{"ignores parallelNodes", func() Config {
+		{"ignores parallelNodes", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Parallel(1).MaxUnavailable(6).Build()
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.ParallelNodes = 6 })},
-		{"ignores windows", func() Config {
+		{"ignores windows", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Window("22:00", "23:00", "UTC").Build()
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Windows = nil })},
-		{"ignores freezes", func() Config {
+		{"ignores freezes", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Freeze(monday, monday.Add(time.Hour), "x").Build()
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Freezes = nil })},
-		{"ignores approval", func() Config {
+		{"ignores approval", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Canary(1).Approval("wrong").Build()
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "r" })},
-		{"ignores pause", func() Config {
+		{"ignores pause", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Paused().Build()
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })},
-		{"ignores the budget", func() Config {
+		{"ignores the budget", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Budget(0).Build()
 			c.Profile = failing
 			return c
 		}, lie(func(s *v1alpha1.DriverRolloutSpec) { s.FailureBudget = 100 })},
-		{"never uncordons", func() Config {
+		{"never uncordons", func() sim.Config {
 			c := base()
 			c.Rollout = pt.Rollout("r").Build()
 			return c
 		}, drop(func(t *planner.Transition) { t.Uncordon = false })},
-		{"forgets the admin's cordon", func() Config {
+		{"forgets the admin's cordon", func() sim.Config {
 			c := base()
 			c.Nodes[2].Unschedulable = true
 			c.Rollout = pt.Rollout("r").Build()

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 // addRivals adds to a random configuration what issue 16 found broken:
@@ -20,7 +22,7 @@ import (
 // finalizer, or by force), and passes that race (plan from the same moment,
 // write with a precondition). It draws from its own generator, so the rest
 // of the configuration is what it was before rivals existed.
-func addRivals(seed uint64, cfg *Config) {
+func addRivals(seed uint64, cfg *sim.Config) {
 	r := rand.New(rand.NewPCG(seed, 16))
 	for i := range cfg.Nodes {
 		n := &cfg.Nodes[i]
@@ -72,7 +74,7 @@ func addRivals(seed uint64, cfg *Config) {
 		if r.IntN(2) == 0 {
 			created = at()
 		}
-		cfg.Script = append(cfg.Script, Event{At: created, Do: func(w *World) { w.Create(ro) }})
+		cfg.Script = append(cfg.Script, sim.Event{At: created, Do: func(w *sim.World) { w.Create(ro) }})
 		deleteLater(r, cfg, name, created)
 	}
 	if rivals > 0 {
@@ -82,20 +84,20 @@ func addRivals(seed uint64, cfg *Config) {
 
 // deleteLater deletes rollout name at a random time after created, now and
 // then, with its finalizer or by force.
-func deleteLater(r *rand.Rand, cfg *Config, name string, created time.Duration) {
+func deleteLater(r *rand.Rand, cfg *sim.Config, name string, created time.Duration) {
 	if r.IntN(4) != 0 {
 		return
 	}
 	when := created + time.Duration(1+r.IntN(24*60))*time.Minute
 	if r.IntN(3) == 0 {
-		cfg.Script = append(cfg.Script, Event{At: when, Do: func(w *World) { w.ForceDelete(name) }})
+		cfg.Script = append(cfg.Script, sim.Event{At: when, Do: func(w *sim.World) { w.ForceDelete(name) }})
 		return
 	}
-	cfg.Script = append(cfg.Script, Event{At: when, Do: func(w *World) { w.Delete(name) }})
+	cfg.Script = append(cfg.Script, sim.Event{At: when, Do: func(w *sim.World) { w.Delete(name) }})
 }
 
 // finalAll runs the end-of-run checks for every rollout still alive.
-func finalAll(check *Checker, res *Result) {
+func finalAll(check *simcheck.Checker, res *sim.Result) {
 	for _, ro := range res.Rollouts {
 		check.Final(ro, res.ViewOf(ro.Name))
 	}
@@ -107,7 +109,7 @@ type coverage struct {
 	overlaps, refused, released, settledCordoned, forced int
 }
 
-func (c *coverage) observe(s Step) {
+func (c *coverage) observe(s sim.Step) {
 	if s.Released != nil {
 		c.released += len(s.Released)
 		return
@@ -126,8 +128,8 @@ func (c *coverage) observe(s Step) {
 }
 
 // tee feeds one step to several observers.
-func tee(fns ...func(Step)) func(Step) {
-	return func(s Step) {
+func tee(fns ...func(sim.Step)) func(sim.Step) {
+	return func(s sim.Step) {
 		for _, fn := range fns {
 			fn(s)
 		}
@@ -140,29 +142,29 @@ func tee(fns ...func(Step)) func(Step) {
 // cleanly into one that must be caught.
 func rivalBreaks() []struct {
 	name string
-	cfg  func() Config
-	brk  func(*Config)
+	cfg  func() sim.Config
+	brk  func(*sim.Config)
 } {
-	two := func(racing bool) func() Config {
-		return func() Config {
+	two := func(racing bool) func() sim.Config {
+		return func() sim.Config {
 			ro := pt.Rollout("r").MaxUnavailable(3).Parallel(3).Build()
 			other := pt.Rollout("s").MaxUnavailable(3).Parallel(3).Build()
-			return Config{
+			return sim.Config{
 				Rollout: ro, Nodes: pt.Nodes("gpu", 6), Start: monday, Profile: steady(), Racing: racing,
-				Script: []Event{{Do: func(w *World) { w.Create(other) }}},
+				Script: []sim.Event{{Do: func(w *sim.World) { w.Create(other) }}},
 			}
 		}
 	}
-	plan := func(fn PlanFunc) func(*Config) { return func(c *Config) { c.Plan = fn } }
-	settleCordoned := func() Config {
+	plan := func(fn sim.PlanFunc) func(*sim.Config) { return func(c *sim.Config) { c.Plan = fn } }
+	settleCordoned := func() sim.Config {
 		nodes := pt.Nodes("gpu", 3)
 		nodes[1].DriverVersion, nodes[1].Unschedulable = pt.Target, true
-		return Config{Rollout: pt.Rollout("r").Build(), Nodes: nodes, Start: monday, Profile: steady()}
+		return sim.Config{Rollout: pt.Rollout("r").Build(), Nodes: nodes, Start: monday, Profile: steady()}
 	}
 	return []struct {
 		name string
-		cfg  func() Config
-		brk  func(*Config)
+		cfg  func() sim.Config
+		brk  func(*sim.Config)
 	}{
 		{"moves another rollout's nodes", two(false), plan(func(s planner.Snapshot, now time.Time) planner.Result {
 			nodes := append([]planner.Node(nil), s.Nodes...)
@@ -172,7 +174,7 @@ func rivalBreaks() []struct {
 			s.Nodes, s.Others = nodes, nil
 			return planner.Plan(s, now)
 		})},
-		{"races without a precondition", two(true), func(c *Config) { c.Unlocked = true }},
+		{"races without a precondition", two(true), func(c *sim.Config) { c.Unlocked = true }},
 		{"forgets an admin's cordon when settling", settleCordoned, plan(func(s planner.Snapshot, now time.Time) planner.Result {
 			r := planner.Plan(s, now)
 			for i := range r.Transitions {

@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"flag"
@@ -12,6 +12,8 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
+	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
@@ -21,15 +23,15 @@ var monday = time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
 
 // steady has fixed durations so transcripts read like a story: a node takes
 // 5m to drain, 10m to install, 1m to report, 30m to soak (the default).
-func steady() Profile {
-	return Profile{
-		Drain: Fixed(5 * time.Minute), Install: Fixed(10 * time.Minute),
-		Report: Fixed(time.Minute), Rollback: Fixed(10 * time.Minute),
+func steady() sim.Profile {
+	return sim.Profile{
+		Drain: sim.Fixed(5 * time.Minute), Install: sim.Fixed(10 * time.Minute),
+		Report: sim.Fixed(time.Minute), Rollback: sim.Fixed(10 * time.Minute),
 	}
 }
 
-func set(fn func(*v1alpha1.DriverRolloutSpec)) func(*World) {
-	return func(w *World) { fn(&w.Rollout().Spec) }
+func set(fn func(*v1alpha1.DriverRolloutSpec)) func(*sim.World) {
+	return func(w *sim.World) { fn(&w.Rollout().Spec) }
 }
 
 func TestGoldenTranscripts(t *testing.T) {
@@ -42,8 +44,8 @@ func TestGoldenTranscripts(t *testing.T) {
 		name    string
 		rollout *v1alpha1.DriverRollout
 		nodes   []planner.Node
-		profile Profile
-		script  []Event
+		profile sim.Profile
+		script  []sim.Event
 		want    v1alpha1.RolloutPhase
 	}{
 		{
@@ -86,7 +88,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			name:    "approval-wrong-name-then-right",
 			rollout: pt.Rollout("r2026-06-h100").Canary(1).Build(),
 			nodes:   pt.Nodes("gpu", 3),
-			script: []Event{
+			script: []sim.Event{
 				{At: 2 * time.Hour, What: `approval set to "r2026-06-a100"`, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "r2026-06-a100" })},
 				{At: 3 * time.Hour, What: `approval set to "r2026-06-h100"`, Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Approval = "r2026-06-h100" })},
 			},
@@ -96,7 +98,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			name:    "xid-during-soak-rolls-back",
 			rollout: pt.Rollout("r1").Budget(1).Build(),
 			nodes:   pt.Nodes("gpu", 3),
-			script: []Event{{At: 70 * time.Minute, Do: func(w *World) {
+			script: []sim.Event{{At: 70 * time.Minute, Do: func(w *sim.World) {
 				w.Signal("gpu-01", "event", "XidError", "Xid 48: double bit ECC error")
 			}}},
 			want: v1alpha1.PhaseCompletedWithFailures,
@@ -119,7 +121,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			name:    "pause-and-resume",
 			rollout: pt.Rollout("r1").Build(),
 			nodes:   pt.Nodes("gpu", 3),
-			script: []Event{
+			script: []sim.Event{
 				{At: 30 * time.Minute, What: "spec.paused set", Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = true })},
 				{At: 3 * time.Hour, What: "spec.paused cleared", Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Paused = false })},
 			},
@@ -129,7 +131,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			name:    "abort-rolls-back-upgraded-nodes",
 			rollout: pt.Rollout("r1").Build(),
 			nodes:   pt.Nodes("gpu", 4),
-			script: []Event{
+			script: []sim.Event{
 				{At: 80 * time.Minute, What: "spec.abort set", Do: set(func(s *v1alpha1.DriverRolloutSpec) { s.Abort = true })},
 			},
 			want: v1alpha1.PhaseAborted,
@@ -151,9 +153,9 @@ func TestGoldenTranscripts(t *testing.T) {
 				pt.Node("gpu-04").Build(),
 				pt.Node("gpu-05").Labels(pt.PoolKey, pt.Pool, "gpufleet.io/remediation", "true").Build(),
 			},
-			script: []Event{
-				{At: 3 * time.Hour, Do: func(w *World) { w.SetReady("gpu-03", true) }},
-				{At: 5 * time.Hour, Do: func(w *World) { w.SetLabel("gpu-05", "gpufleet.io/remediation", "") }},
+			script: []sim.Event{
+				{At: 3 * time.Hour, Do: func(w *sim.World) { w.SetReady("gpu-03", true) }},
+				{At: 5 * time.Hour, Do: func(w *sim.World) { w.SetLabel("gpu-05", "gpufleet.io/remediation", "") }},
 			},
 			want: v1alpha1.PhaseCompleted,
 		},
@@ -161,11 +163,11 @@ func TestGoldenTranscripts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prof := tt.profile
-			if prof == (Profile{}) {
+			if prof == (sim.Profile{}) {
 				prof = steady()
 			}
-			check := NewChecker()
-			res, err := Run(Config{
+			check := simcheck.NewChecker()
+			res, err := sim.Run(sim.Config{
 				Rollout: tt.rollout, Nodes: tt.nodes, Start: monday, Profile: prof,
 				Script: tt.script, Record: true, Observe: check.Step,
 			})

@@ -328,7 +328,7 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 		w.flipDriver(i, t.Driver, t.Driver == r.ro.Spec.PreviousVersion)
 	}
 	if t.Quarantine {
-		w.SetLabel(t.Node, "gpufleet.io/quarantined", "true")
+		w.SetLabel(t.Node, v1alpha1.LabelQuarantined, "true")
 	}
 }
 

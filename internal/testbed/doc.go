@@ -1,5 +1,5 @@
 // Package testbed starts real Kubernetes control planes, real Flux controllers
-// and a real git server for tests and for "gpufleet demo".
+// and a real git server for tests and for the lab ("gpufleet-lab demo").
 //
 // Each named cluster is its own etcd and kube-apiserver (controller-runtime's
 // envtest), so CRD schemas, admission and the Eviction API behave as they do

@@ -25,11 +25,13 @@
 // NFD and GFD labels, how long the driver install inside a driver pod takes
 // and whether it succeeds (the drill's driver never does), and GPU faults.
 // notification-controller does not run in this suite: a goroutine
-// (demo.PlayNotificationController) marks the serving stack's push Receiver
-// Ready as it would. The Network Operator's chart is applied, but its
+// (stand.PlayNotificationController, started by package lab) marks the
+// serving stack's push Receiver Ready as it would. The Network Operator's chart is applied, but its
 // operator process is not run (kwok runs its pod as a placeholder).
 // flux bootstrap is replaced by creating the root GitRepository and
-// Kustomization.
+// Kustomization. The setup and the steps are package lab's, shared with the
+// lab's demo (gpufleet-lab demo); world_test.go turns their errors into
+// t.Fatal.
 //
 // The suite needs the programs built by "make testbin" (it fails, naming
 // that command, without them) and the operator charts in ../shared/operators

@@ -3,16 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,9 +27,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/cli"
-	"github.com/gpufleet/gpufleet/internal/controller"
-	"github.com/gpufleet/gpufleet/internal/demo"
-	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
+	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
@@ -58,10 +53,6 @@ const (
 	poolName  = "h100"
 	poolNodes = 3
 
-	// placeholderCharts is the chart repository in testdata/fleet.toml; the
-	// suite replaces it with the absolute path of ../shared/operators.
-	placeholderCharts = `"../shared/operators"`
-
 	// sourceInterval is how often source-controller polls the fleet
 	// repository; rootInterval is the interval of each cluster's root
 	// Kustomization (the one "flux bootstrap" would create), which applies
@@ -78,10 +69,12 @@ const (
 	waveProduction = "production"
 )
 
-// world is the running fleet: the testbed, the fleet repository's work tree
-// and, per cluster, the node agent.
+// world is the running fleet (package lab's World) as the suite sees it:
+// every step fails the test on error, and per cluster a recorder samples
+// the nodes, driver pods and NVIDIADrivers.
 type world struct {
 	t         *testing.T
+	lab       *lab.World
 	tb        *testbed.Testbed
 	dir       string // the fleet repository's work tree
 	fleetFile string
@@ -93,7 +86,8 @@ type world struct {
 	rec map[string]*recorder
 }
 
-// newWorld starts everything the story needs and stops it when t ends.
+// newWorld starts everything the story needs (lab.Start) and stops it when
+// t ends.
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	if testing.Short() {
@@ -106,120 +100,50 @@ func newWorld(t *testing.T) *world {
 	// Flux's controllers build in $TMPDIR: a private one keeps other
 	// programs' clean-ups of the shared one out of the story.
 	t.Setenv("TMPDIR", t.TempDir())
-	// Flux applies the GPU Operator's own CRDs (the manifests mode renders
-	// them); the testbed installs only gpufleet's DriverRollout CRD, as the
-	// controller's install manifests would, and the serving stack's image
-	// automation and notification CRDs (no controller runs for them: only
-	// kustomize-controller applies their objects).
-	bins, err := testbed.FindBinaries()
-	if err != nil {
+	// Without the testbed programs the suite fails, naming make testbin;
+	// without the operator charts it skips.
+	if err := lab.CheckPrograms(); err != nil {
 		t.Fatalf("e2e: %v", err)
-	}
-	if err := bins.CheckGPUOperator(); err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	operators, err := filepath.Abs("../../../shared/operators")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(operators, "gpu-operator", chartStable))
-	}
-	if err != nil {
-		t.Skipf("e2e: needs the real GPU Operator charts in ../shared/operators: %v", err)
-	}
-	crds := []string{"../../config/crd/bases"}
-	w0 := &world{}
-	if m, _ := filepath.Glob(filepath.Join(bins.FluxImageCRDDir(), "*.yaml")); len(m) > 0 {
-		crds = append(crds, bins.FluxImageCRDDir())
-		w0.stackCRDs = true
-	}
-	tb := testbed.New(t, testbed.Options{
-		Clusters: clusters, CRDDirs: crds, Flux: true, Git: true, Kube: true, Kwok: true, Scheme: gatetest.Scheme(),
-		StartTimeout: 3 * time.Minute,
-	})
-	w := &world{t: t, tb: tb, sims: map[string]*nodesim.Sim{}, stackCRDs: w0.stackCRDs, rec: map[string]*recorder{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, name := range clusters {
-				t.Logf("=== %s at the failure ===\n%s", name, w.dump(name))
-			}
-		}
-	})
-
-	// Everything the suite runs beside the testbed stops before it (cleanups
-	// run last-registered first).
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	for _, name := range clusters {
-		c := tb.Cluster(name)
-		// kwok is the nodes' kubelet; the node agent plays NFD/GFD and the
-		// driver install inside the real operator's driver pods.
-		sim := nodesim.New(c.Client, nodesim.Options{Kwok: true, BadDrivers: []string{drvDrill}, InstallTime: time.Second})
-		if _, err := sim.AddPool(ctx, nodesim.Pool{Name: poolName, Product: product, Nodes: poolNodes, Driver: drvStable}); err != nil {
-			t.Fatalf("cluster %s: node agent: %v", name, err)
-		}
-		w.sims[name] = sim
-		wg.Go(func() { _ = sim.Run(ctx) })
-		// notification-controller does not run here: the stack's Receiver
-		// is marked Ready as it would mark it.
-		wg.Go(func() { demo.PlayNotificationController(ctx, c.Client) })
-		// The real GPU Operator starts once Flux has applied its chart: it
-		// is configured by the Deployment that chart version installs.
-		wg.Go(func() {
-			if _, err := c.StartGPUOperatorWhenApplied(ctx, testbed.GPUOperatorOptions{}); err != nil && ctx.Err() == nil {
-				t.Errorf("cluster %s: %v", name, err)
-			}
-		})
-		rec := newRecorder(c.Client)
-		w.rec[name] = rec
-		wg.Go(func() { rec.run(ctx, 200*time.Millisecond) })
-
-		mgr, err := controller.NewManager(ctx, c.Config, controller.Options{
-			MetricsAddr: "0", ProbeAddr: "0", DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
-			SkipNameValidation: true,
-		})
-		if err != nil {
-			t.Fatalf("cluster %s: controller: %v", name, err)
-		}
-		wg.Go(func() {
-			if err := mgr.Start(ctx); err != nil {
-				t.Errorf("cluster %s: controller: %v", name, err)
-			}
-		})
-	}
-
-	// The fleet repository: an empty repository on the git server and a
-	// work tree with the real git in it.
-	w.dir = filepath.Join(t.TempDir(), "fleet")
-	repo, err := tb.Git.NewRepo("fleet.git", "main", w.dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	src, err := os.ReadFile("testdata/fleet.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src = bytes.Replace(src, []byte(placeholderCharts), []byte(strconv.Quote(operators)), 1)
-	w.fleetFile = filepath.Join(w.dir, "fleet.toml")
-	if err := os.WriteFile(w.fleetFile, src, 0o644); err != nil {
-		t.Fatal(err)
+	began := time.Now()
+	lw, err := lab.Start(t.Context(), lab.Options{
+		Root: "../..", Dir: t.TempDir(), Clusters: clusters, FleetTOML: src, ChartVersion: chartStable,
+		Pool:       nodesim.Pool{Name: poolName, Product: product, Nodes: poolNodes, Driver: drvStable},
+		BadDrivers: []string{drvDrill}, StackCRDs: true,
+		SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "e2e",
+		OnError: func(err error) { t.Errorf("%v", err) },
+	})
+	if errors.Is(err, lab.ErrNoOperatorCharts) {
+		t.Skipf("e2e: needs the real GPU Operator charts in ../shared/operators: %v", err)
 	}
-	w.git("config", "user.name", "gpufleet e2e")
-	w.git("config", "user.email", "e2e@gpufleet.invalid")
-	w.git("config", "commit.gpgsign", "false")
-
-	// What "flux bootstrap" would create in each cluster: the source and
-	// the root Kustomization applying clusters/<name>.
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
+	// Cleanups run last-registered first: the dumps run before Stop, which
+	// stops everything beside the testbed before the testbed.
+	t.Cleanup(func() {
+		if err := lw.Stop(); err != nil {
+			t.Errorf("testbed: %v", err)
+		}
+	})
+	t.Logf("e2e: %d clusters up in %s, kubeconfig %s", len(clusters), since(began), lw.Testbed.Kubeconfig)
+	w := &world{t: t, lab: lw, tb: lw.Testbed, dir: lw.Dir, fleetFile: lw.FleetFile, sims: lw.Sims, stackCRDs: lw.StackCRDs, rec: map[string]*recorder{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("testbed logs:\n%s", lw.Testbed.LogTail(40))
+			for _, name := range clusters {
+				t.Logf("=== %s at the failure ===\n%s", name, w.dump(name))
+			}
+		}
+	})
 	for _, name := range clusters {
-		c := tb.Cluster(name)
-		if err := c.ApplySync(ctx, testbed.Sync{Name: "flux-system", URL: repo.URL, Path: "./clusters/" + name, Interval: sourceInterval}); err != nil {
-			t.Fatal(err)
-		}
-		if err := testbed.Update(ctx, c.Client, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "flux-system", false, func(u *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(u.Object, rootInterval.String(), "spec", "interval")
-		}); err != nil {
-			t.Fatal(err)
-		}
+		rec := newRecorder(w.client(name))
+		w.rec[name] = rec
+		lw.Go(func(ctx context.Context) { rec.run(ctx, 200*time.Millisecond) })
 	}
 	return w
 }
@@ -254,42 +178,38 @@ func (w *world) gate(wave string) (string, int) {
 // git runs the real git in the fleet work tree.
 func (w *world) git(args ...string) string {
 	w.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", w.dir}, args...)...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		w.t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, errOut.String())
+	out, err := w.lab.Git(args...)
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	return strings.TrimSpace(out.String())
+	return out
 }
 
 // push pushes the work tree's HEAD to the git server and returns the
 // revision Flux will report for it.
 func (w *world) push() string {
 	w.t.Helper()
-	w.git("push", "-q", "origin", "HEAD:main")
-	return "main@sha1:" + w.git("rev-parse", "HEAD")
+	rev, err := w.lab.Push()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return rev
 }
 
 // waitApplied waits until the cluster's three steps are Ready at revision.
 func (w *world) waitApplied(cluster, revision string, steps ...string) {
 	w.t.Helper()
-	if len(steps) == 0 {
-		steps = []string{"operators", "config", "lifecycle"}
-	}
-	for _, s := range steps {
-		if err := w.tb.Cluster(cluster).WaitApplied(context.Background(), s, revision, 2*time.Minute); err != nil {
-			w.t.Fatal(err)
-		}
+	if err := w.lab.WaitApplied(context.Background(), cluster, revision, 2*time.Minute, steps...); err != nil {
+		w.t.Fatal(err)
 	}
 }
 
-func (w *world) client(cluster string) client.Client { return w.tb.Cluster(cluster).Client }
+func (w *world) client(cluster string) client.Client { return w.lab.Client(cluster) }
 
 // rollout returns the DriverRollout name of cluster, or nil.
 func (w *world) rollout(cluster, name string) *v1alpha1.DriverRollout {
-	dr := &v1alpha1.DriverRollout{}
-	if err := w.client(cluster).Get(context.Background(), client.ObjectKey{Name: name}, dr); err != nil {
+	dr, err := w.lab.Rollout(context.Background(), cluster, name)
+	if err != nil {
 		return nil
 	}
 	return dr
@@ -299,57 +219,29 @@ func (w *world) rollout(cluster, name string) *v1alpha1.DriverRollout {
 // the controller observed its latest spec.
 func (w *world) waitRollout(cluster, name string, timeout time.Duration, phases ...v1alpha1.RolloutPhase) *v1alpha1.DriverRollout {
 	w.t.Helper()
-	var dr *v1alpha1.DriverRollout
-	w.eventually(timeout, fmt.Sprintf("%s: DriverRollout %s in phase %v", cluster, name, phases), func() (bool, string) {
-		dr = w.rollout(cluster, name)
-		if dr == nil {
-			return false, "missing"
-		}
-		for _, p := range phases {
-			if dr.Status.Phase == p && dr.Status.ObservedGeneration == dr.Generation {
-				return true, ""
-			}
-		}
-		msg := ""
-		if c := apimeta.FindStatusCondition(dr.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-			msg = c.Reason + ": " + c.Message
-		}
-		return false, fmt.Sprintf("phase %q progress %s generation %d observed %d (%s)", dr.Status.Phase, dr.Status.Progress, dr.Generation, dr.Status.ObservedGeneration, msg)
-	})
+	dr, err := w.lab.WaitRollout(context.Background(), cluster, name, timeout, phases...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	return dr
 }
 
 // drivers returns each GPU node's installed driver (GFD's label).
 func (w *world) drivers(cluster string) map[string]string {
 	w.t.Helper()
-	var nodes corev1.NodeList
-	if err := w.client(cluster).List(context.Background(), &nodes); err != nil {
-		w.t.Fatalf("%s: list nodes: %v", cluster, err)
+	got, err := w.lab.Drivers(context.Background(), cluster)
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	out := map[string]string{}
-	for _, n := range nodes.Items {
-		if n.Labels[nodesim.LabelGPUPresent] == "true" {
-			out[n.Name] = n.Labels[nodesim.LabelDriverFull]
-		}
-	}
-	return out
+	return got
 }
 
 // waitDrivers waits until every GPU node of cluster reports version.
 func (w *world) waitDrivers(cluster, version string, timeout time.Duration) {
 	w.t.Helper()
-	w.eventually(timeout, fmt.Sprintf("%s: every node on driver %s", cluster, version), func() (bool, string) {
-		got := w.drivers(cluster)
-		if len(got) != poolNodes {
-			return false, fmt.Sprint(got)
-		}
-		for _, v := range got {
-			if v != version {
-				return false, fmt.Sprint(got)
-			}
-		}
-		return true, ""
-	})
+	if err := w.lab.WaitDrivers(context.Background(), cluster, version, timeout); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // assertDrivers checks that every GPU node of cluster reports version now.

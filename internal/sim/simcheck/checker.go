@@ -1,4 +1,4 @@
-package sim
+package simcheck
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
+	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
 // Checker checks the rollout's safety invariants at every step of a run and
@@ -72,7 +73,7 @@ func NewChecker() *Checker {
 // Violations are what broke, in order, at most one line per rule and step.
 func (c *Checker) Violations() []string { return c.violations }
 
-func (c *Checker) fail(s Step, format string, args ...any) {
+func (c *Checker) fail(s sim.Step, format string, args ...any) {
 	when := "at the end:"
 	if !s.At.IsZero() {
 		when = s.At.UTC().Format("2006-01-02 15:04:05")
@@ -189,8 +190,8 @@ func before(a string, ac time.Time, b string, bc time.Time) bool {
 	return a < b
 }
 
-// Step checks one planning pass, or one release of a deleted rollout's nodes.
-func (c *Checker) Step(s Step) {
+// sim.Step checks one planning pass, or one release of a deleted rollout's nodes.
+func (c *Checker) Step(s sim.Step) {
 	if s.CordonsAfter != nil {
 		defer func() { c.cordons = s.CordonsAfter }()
 	}
@@ -295,7 +296,7 @@ func (c *Checker) Step(s Step) {
 // move on a node whose cordon an admin holds records the admin's cordon in
 // the same write; the mark, once there, is never dropped while the admin
 // still holds the cordon.
-func (c *Checker) cordonRules(s Step) {
+func (c *Checker) cordonRules(s sim.Step) {
 	if s.CordonsBefore == nil {
 		return
 	}
@@ -351,7 +352,7 @@ func holderName(h string) string {
 // an older rollout selects too, takes every node it moves, and reports
 // every node it leaves to another rollout in its Overlap condition, naming
 // that rollout.
-func (c *Checker) ownerRules(s Step) {
+func (c *Checker) ownerRules(s sim.Step) {
 	name := s.Rollout.Name
 	live := map[string]bool{name: true}
 	for _, o := range s.Others {
@@ -438,7 +439,7 @@ func (c *Checker) ownerRules(s Step) {
 // release checks what deleting a rollout leaves: its nodes belong to
 // nobody, no cordon is lifted, and the admin-cordon mark stays while an
 // admin holds the cordon.
-func (c *Checker) release(s Step) {
+func (c *Checker) release(s sim.Step) {
 	after, before := map[string]*planner.Node{}, map[string]*planner.Node{}
 	for i := range s.After {
 		after[s.After[i].Name] = &s.After[i]
@@ -479,7 +480,7 @@ func keys(m map[string]bool) []string {
 // rolled back or quarantined, every other node untouched, and no node left
 // cordoned by the rollout.
 func (c *Checker) Final(ro *v1alpha1.DriverRollout, nodes []planner.Node) {
-	s := Step{Rollout: ro}
+	s := sim.Step{Rollout: ro}
 	h := c.run(ro.Name)
 	for i := range nodes {
 		n := &nodes[i]

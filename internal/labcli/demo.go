@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -7,21 +7,24 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpufleet/gpufleet/internal/cli"
 	"github.com/gpufleet/gpufleet/internal/demo"
 )
 
+// demoOptions are the flags of "gpufleet-lab demo".
 type demoOptions struct {
 	root, dir, report string
 	keep              bool
 }
 
-func newDemoCommand(s Streams) *cobra.Command {
+func newDemoCommand(out io.Writer) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
-		Use:   "demo [--keep] [--dir DIR]",
+		Use:   "demo [--keep] [--report FILE] [--dir DIR]",
 		Short: "Play a release's whole story on a local testbed of two clusters",
 		Long: `demo starts a local testbed — two clusters (stg and prod), each with its own
-kube-apiserver, etcd, Flux source-controller and kustomize-controller, the
+kube-apiserver, etcd, kube-controller-manager and kube-scheduler, Flux
+source-controller and kustomize-controller, kwok, the real GPU Operator, the
 lifecycle controller and three simulated GPU nodes, plus a git server holding
 the fleet repository — and plays the story with progress output: render and
 first sync, a release started, gated, approved and promoted to prod, drift
@@ -29,15 +32,15 @@ repaired by Flux, and a drill release that fails at the staging canary node,
 is refused by the gate and is aborted. It ends with a summary and an HTML
 report (--report) of the waves, clusters, steps and each node's phases over time.
 
-helm-controller and the GPU Operator do not run on the testbed: the demo
-marks HelmReleases, NVIDIADrivers and the ClusterPolicy ready in their place.
+notification-controller does not run on the testbed: a stand-in marks the
+serving stack's Receiver Ready in its place.
 
 Needs the programs of "make testbin" and ../shared/operators; run it from the
 repository root (or give --root). --keep leaves the testbed running and prints
 its kubeconfig; Ctrl-C stops everything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), s.Out)
+			return o.run(cmd.Context(), out)
 		},
 	}
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "leave the testbed running after the story, until Ctrl-C")
@@ -47,15 +50,17 @@ its kubeconfig; Ctrl-C stops everything.`,
 	return cmd
 }
 
+// run plays the story: exit 3 when the testbed could not start, 1 when a
+// step failed, 0 when it was played or interrupted.
 func (o *demoOptions) run(ctx context.Context, out io.Writer) error {
 	sum, err := demo.Run(ctx, demo.Options{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep, Report: o.report})
 	switch {
 	case sum == nil && err != nil:
-		return withCode(ExitUnknown, err)
+		return withCode(cli.ExitUnknown, err)
 	case err != nil && errors.Is(err, context.Canceled):
 		return nil
 	case err != nil:
-		return withCode(ExitFailed, err)
+		return withCode(cli.ExitFailed, err)
 	}
 	return nil
 }

@@ -1,0 +1,14 @@
+// Command gpufleet-lab plays gpufleet's story on a local testbed
+// ("gpufleet-lab demo"). It carries the testbed, which the gpufleet CLI
+// does not. See README.md.
+package main
+
+import (
+	"os"
+
+	"github.com/gpufleet/gpufleet/internal/labcli"
+)
+
+func main() {
+	os.Exit(labcli.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

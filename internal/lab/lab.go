@@ -1,0 +1,259 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/internal/controller"
+	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
+	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testbed/stand"
+)
+
+// PlaceholderCharts is the chart repository a story's fleet file names; Start
+// replaces it with the absolute path of ../shared/operators.
+const PlaceholderCharts = `"../shared/operators"`
+
+// ErrNoOperatorCharts says the real GPU Operator charts are not in
+// ../shared/operators beside the repository.
+var ErrNoOperatorCharts = errors.New("the real GPU Operator charts are not in ../shared/operators beside the repository")
+
+// Options configure Start.
+type Options struct {
+	// Root is the repository root: the DriverRollout CRD in
+	// config/crd/bases, and the real operator charts in ../shared/operators
+	// beside it. "." when empty.
+	Root string
+	// Dir holds the testbed (kubeconfig, logs) and the fleet repository's
+	// work tree (Dir/fleet); a temporary folder when empty.
+	Dir string
+	// Clusters are the clusters to start, each a kubeconfig context.
+	Clusters []string
+	// FleetTOML is the story's fleet file, naming [PlaceholderCharts] as its
+	// chart repository.
+	FleetTOML []byte
+	// ChartVersion is the GPU Operator chart the story needs in
+	// ../shared/operators: the version of the real operator the testbed runs.
+	ChartVersion string
+	// Pool is each cluster's pool of simulated GPU nodes.
+	Pool nodesim.Pool
+	// BadDrivers are driver versions whose install never succeeds on the
+	// simulated nodes.
+	BadDrivers []string
+	// StackCRDs also installs the serving stack's image automation and
+	// notification CRDs where the testbed has them built (no controller
+	// runs for them: only kustomize-controller applies their objects);
+	// [World.StackCRDs] says whether they were.
+	StackCRDs bool
+	// SourceInterval is how often source-controller polls the fleet
+	// repository; 2 s when zero.
+	SourceInterval time.Duration
+	// RootInterval is the interval of each cluster's root Kustomization
+	// (the one "flux bootstrap" would create, which applies the rendered
+	// flux-*.yaml and repairs drift of them); SourceInterval when zero.
+	RootInterval time.Duration
+	// GitUser names the fleet repository's committer ("gpufleet <user>",
+	// <user>@gpufleet.invalid); "lab" when empty.
+	GitUser string
+	// OnError, when set, is told of failures of what runs in the
+	// background (the GPU Operator, a controller) while the world is up.
+	OnError func(error)
+}
+
+// World is a running story: the testbed, what runs beside it and the fleet
+// repository's work tree.
+type World struct {
+	// Testbed is the clusters and the git server.
+	Testbed *testbed.Testbed
+	// Dir is the fleet repository's work tree; FleetFile its fleet.toml.
+	Dir, FleetFile string
+	// Operators is the absolute path of the real operator charts.
+	Operators string
+	// Sims are each cluster's node agent.
+	Sims map[string]*nodesim.Sim
+	// StackCRDs says the serving stack's image automation and notification
+	// CRDs are installed.
+	StackCRDs bool
+
+	poolNodes int
+	bg        context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// CheckPrograms reports whether the testbed programs the story needs (make
+// testbin) are there, the real GPU Operator among them.
+func CheckPrograms() error {
+	bins, err := testbed.FindBinaries()
+	if err != nil {
+		return err
+	}
+	return bins.CheckGPUOperator()
+}
+
+// Start starts the world of o (see the package documentation). On error
+// everything started is stopped.
+func Start(ctx context.Context, o Options) (w *World, err error) {
+	if o.Root == "" {
+		o.Root = "."
+	}
+	if o.GitUser == "" {
+		o.GitUser = "lab"
+	}
+	if o.SourceInterval == 0 {
+		o.SourceInterval = 2 * time.Second
+	}
+	operators, err := filepath.Abs(filepath.Join(o.Root, "..", "shared", "operators"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(operators, "gpu-operator", o.ChartVersion)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoOperatorCharts, err)
+	}
+	if err := CheckPrograms(); err != nil {
+		return nil, err
+	}
+	bins, err := testbed.FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	// Flux applies the GPU Operator's own CRDs (the manifests mode renders
+	// them); the testbed installs only gpufleet's DriverRollout CRD, as the
+	// controller's install manifests would.
+	crds := []string{filepath.Join(o.Root, "config", "crd", "bases")}
+	stack := false
+	if m, _ := filepath.Glob(filepath.Join(bins.FluxImageCRDDir(), "*.yaml")); o.StackCRDs && len(m) > 0 {
+		crds = append(crds, bins.FluxImageCRDDir())
+		stack = true
+	}
+	tb, err := testbed.Start(ctx, testbed.Options{
+		Clusters: o.Clusters, CRDDirs: crds,
+		Flux: true, Git: true, Kube: true, Kwok: true, Scheme: gatetest.Scheme(),
+		Dir: o.Dir, StartTimeout: 3 * time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	w = &World{Testbed: tb, Operators: operators, Sims: map[string]*nodesim.Sim{}, StackCRDs: stack,
+		poolNodes: o.Pool.Nodes, bg: bg, cancel: cancel}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, w.Stop())
+		}
+	}()
+	report := func(err error) {
+		if err != nil && bg.Err() == nil && o.OnError != nil {
+			o.OnError(err)
+		}
+	}
+	for _, name := range o.Clusters {
+		if err := w.startCluster(ctx, name, o, report); err != nil {
+			return w, fmt.Errorf("cluster %s: %w", name, err)
+		}
+	}
+	if err := w.startRepo(ctx, o); err != nil {
+		return w, err
+	}
+	return w, nil
+}
+
+// startCluster starts what runs beside one cluster: kwok is the nodes'
+// kubelet, the node agent plays NFD/GFD and the driver install inside the
+// real operator's driver pods; the real GPU Operator starts once Flux has
+// applied its chart (it is configured by the Deployment that chart version
+// installs); notification-controller does not run here, so its stand-in
+// marks the stack's Receiver Ready; and the lifecycle controller.
+func (w *World) startCluster(ctx context.Context, name string, o Options, report func(error)) error {
+	c := w.Testbed.Cluster(name)
+	sim := nodesim.New(c.Client, nodesim.Options{Kwok: true, BadDrivers: o.BadDrivers, InstallTime: time.Second})
+	if _, err := sim.AddPool(ctx, o.Pool); err != nil {
+		return fmt.Errorf("node agent: %w", err)
+	}
+	w.Sims[name] = sim
+	w.Go(func(ctx context.Context) { _ = sim.Run(ctx) })
+	w.Go(func(ctx context.Context) { stand.PlayNotificationController(ctx, c.Client) })
+	w.Go(func(ctx context.Context) {
+		if _, err := c.StartGPUOperatorWhenApplied(ctx, testbed.GPUOperatorOptions{}); err != nil {
+			report(fmt.Errorf("cluster %s: %w", name, err))
+		}
+	})
+	mgr, err := controller.NewManager(w.bg, c.Config, controller.Options{
+		MetricsAddr: "0", ProbeAddr: "0", DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
+		SkipNameValidation: true,
+	})
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	w.Go(func(ctx context.Context) {
+		if err := mgr.Start(ctx); err != nil {
+			report(fmt.Errorf("cluster %s: controller: %w", name, err))
+		}
+	})
+	return nil
+}
+
+// startRepo creates the fleet repository (an empty repository on the git
+// server and a work tree with the real git in it, holding the fleet file)
+// and what "flux bootstrap" would create in each cluster: the source and
+// the root Kustomization applying clusters/<name>.
+func (w *World) startRepo(ctx context.Context, o Options) error {
+	tb := w.Testbed
+	w.Dir = filepath.Join(tb.Dir, "fleet")
+	repo, err := tb.Git.NewRepo("fleet.git", "main", w.Dir)
+	if err != nil {
+		return err
+	}
+	src := bytes.Replace(o.FleetTOML, []byte(PlaceholderCharts), []byte(strconv.Quote(w.Operators)), 1)
+	w.FleetFile = filepath.Join(w.Dir, "fleet.toml")
+	if err := os.WriteFile(w.FleetFile, src, 0o644); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"user.name", "gpufleet " + o.GitUser}, {"user.email", o.GitUser + "@gpufleet.invalid"}, {"commit.gpgsign", "false"}} {
+		if _, err := w.Git("config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	for _, name := range o.Clusters {
+		c := tb.Cluster(name)
+		if err := c.ApplySync(ctx, testbed.Sync{Name: "flux-system", URL: repo.URL, Path: "./clusters/" + name, Interval: o.SourceInterval}); err != nil {
+			return err
+		}
+		if o.RootInterval == 0 || o.RootInterval == o.SourceInterval {
+			continue
+		}
+		if err := testbed.Update(ctx, c.Client, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "flux-system", false, func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, o.RootInterval.String(), "spec", "interval")
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Go runs fn beside the testbed until the world stops; Stop cancels its
+// context and waits for it before stopping the testbed.
+func (w *World) Go(fn func(ctx context.Context)) {
+	w.wg.Go(func() { fn(w.bg) })
+}
+
+// Stop stops everything Start and Go started, the testbed last.
+func (w *World) Stop() error {
+	w.cancel()
+	w.wg.Wait()
+	return w.Testbed.Stop()
+}
+
+// Client is cluster's client.
+func (w *World) Client(cluster string) client.Client { return w.Testbed.Cluster(cluster).Client }
