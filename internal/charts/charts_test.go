@@ -2,9 +2,13 @@ package charts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -243,5 +247,54 @@ func TestCompareVersions(t *testing.T) {
 	want := []string{"v24.6.2", "v24.9.2", "v25.3.4", "v25.10.1", "v26.7.0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Error(diff)
+	}
+}
+
+func TestRepoSourceRelativeURLsAndDigest(t *testing.T) {
+	dir := t.TempDir()
+	path := packageFixture(t, "1.0.0", dir)
+	index := "apiVersion: v1\nentries:\n  widget:\n  - name: widget\n    version: 1.0.0\n    urls: [archives/" + filepath.Base(path) + "]\n    digest: %s\n"
+	digest := "0000"
+	var requests []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests = append(requests, r.URL.Path+"?"+r.URL.RawQuery)
+		switch r.URL.Path {
+		case "/charts/index.yaml":
+			fmt.Fprintf(w, index, digest)
+		case "/charts/archives/" + filepath.Base(path):
+			http.ServeFile(w, r, path)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	load := func() error {
+		src, err := NewSource(srv.URL+"/charts?token=t", Options{CacheDir: t.TempDir()})
+		if err != nil {
+			return err
+		}
+		_, err = src.Load(context.Background(), "widget", "1.0.0")
+		return err
+	}
+	if err := load(); err == nil || !strings.Contains(err.Error(), "archive digest does not match") {
+		t.Errorf("wrong digest: got %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	digest = hex.EncodeToString(sum[:])
+	requests = nil
+	if err := load(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/charts/index.yaml?token=t", "/charts/archives/" + filepath.Base(path) + "?token=t"}
+	if diff := cmp.Diff(want, requests); diff != "" {
+		t.Errorf("requests (-want +got): archive URLs resolve against the repository URL\n%s", diff)
+	}
+	index = "entries: {}\ndigest: %s\n"
+	if err := load(); err == nil || !strings.Contains(err.Error(), "no API version specified") {
+		t.Errorf("index without apiVersion: got %v", err)
 	}
 }
