@@ -81,6 +81,7 @@ type DriverRolloutSpec struct {
 
 	// ParallelNodes is the most nodes in flight at once. A node that
 	// finishes frees its slot at once; there are no lockstep batches.
+	// Unset, it is DefaultParallelNodes.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	// +kubebuilder:default=1
@@ -90,7 +91,8 @@ type DriverRolloutSpec struct {
 	// MaxUnavailable bounds the selected nodes out of service for any
 	// reason (cordoned by anyone, NotReady, quarantined, out for other
 	// reasons, or in flight): a count or a percentage such as "10%".
-	// A percentage rounds down but never below one node.
+	// A percentage rounds down but never below one node (see
+	// MaxUnavailableOf); unset, it is DefaultMaxUnavailable.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxUnavailable must be a count >= 1 or a percentage from 1% to 100%"
 	// +kubebuilder:default=1
@@ -128,10 +130,11 @@ type DriverRolloutSpec struct {
 	FailureBudget int32 `json:"failureBudget"`
 
 	// Soak is how long a validated node runs on the new driver with no
-	// health signal before it is Done.
+	// health signal before it is Done. It cannot be 0s: a node is watched
+	// for some time on every driver (DefaultSoak when unset).
 	// +kubebuilder:default="30m"
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
 	Soak metav1.Duration `json:"soak,omitzero"`
 
 	// Timeouts bound each step of a node.
@@ -242,23 +245,24 @@ type FreezePeriod struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// StepTimeouts bound each step of a node; a step that overruns fails the node.
+// StepTimeouts bound each step of a node; a step that overruns fails the
+// node. Each defaults to its Default*Timeout constant and cannot be 0s.
 type StepTimeouts struct {
 	// Drain is how long evicting the node's pods may take.
 	// +kubebuilder:default="30m"
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
 	Drain metav1.Duration `json:"drain,omitzero"`
 	// Install is how long the driver pod may take to become Ready, for the
 	// new driver and for a rollback.
 	// +kubebuilder:default="20m"
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
 	Install metav1.Duration `json:"install,omitzero"`
 	// Validate is how long the node may take to report the new version.
 	// +kubebuilder:default="10m"
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
 	Validate metav1.Duration `json:"validate,omitzero"`
 }
 

@@ -36,3 +36,35 @@ const (
 	// rollout uncordons a node that carries it.
 	AnnotationAdminCordoned = "gpufleet.io/admin-cordoned"
 )
+
+// The labels the rest of gpufleet puts on, or reads from, a GPU node.
+const (
+	// LabelDriver is the driver version (or precompiled branch) a node
+	// should run. Render writes one NVIDIADriver per version selecting on
+	// it, and the controller flips it to move a node to another driver's
+	// DaemonSet.
+	LabelDriver = "gpufleet.io/driver"
+	// LabelPool names the fleet file's GPU pool a node belongs to.
+	LabelPool = "gpufleet.io/pool"
+	// LabelQuarantined is the label a quarantined node carries when the
+	// rollout's spec.quarantine names none: its rollback failed too, and
+	// someone must look at it.
+	LabelQuarantined = "gpufleet.io/quarantined"
+	// TaintQuarantined is the key of the taint a quarantined node carries
+	// when spec.quarantine names none; the taint keeps every pod off.
+	TaintQuarantined = "gpufleet.io/quarantined"
+)
+
+// The labels GPU Feature Discovery puts on a node and gpufleet reads: the
+// driver the node runs. A precompiled driver is judged by its branch
+// (LabelGFDDriverMajor), a driver built for the node by the full version.
+const (
+	// LabelGFDDriverFull is the whole driver version, e.g. "580.95.05".
+	LabelGFDDriverFull = "nvidia.com/cuda.driver-version.full"
+	// LabelGFDDriverMajor is its branch, e.g. "580".
+	LabelGFDDriverMajor = "nvidia.com/cuda.driver-version.major"
+	// LabelGFDDriverMinor is its minor part, e.g. "95".
+	LabelGFDDriverMinor = "nvidia.com/cuda.driver-version.minor"
+	// LabelGFDDriverRevision is its revision, e.g. "05".
+	LabelGFDDriverRevision = "nvidia.com/cuda.driver-version.revision"
+)

@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	// Maintenance windows name IANA time zones (planner/windows.go loads
+	// them on every pass): the controller carries the zone database, as
+	// its image (distroless, scratch) may have none.
+	_ "time/tzdata"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"

@@ -49,31 +49,12 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
-	if n.Labels[LabelRollout] != ro.Name {
-		// A failure recorded by an earlier owner counted against that
-		// rollout's budget. The admin-cordon mark stays: it is a fact
-		// about the node, and dropping it would let this rollout lift a
-		// cordon that is not its own.
-		delete(n.Annotations, AnnotationFailed)
-	}
-	n.Labels[LabelRollout] = ro.Name
-	n.Labels[LabelPhase] = string(t.To)
-	n.Annotations[AnnotationSince] = now.UTC().Format(time.RFC3339Nano)
-	if t.Failure {
-		n.Annotations[AnnotationFailed] = "true"
-	}
-	if t.RecordAdminCordon {
-		n.Annotations[AnnotationAdminCordoned] = "true"
-	}
-	if t.Cordon {
-		// The node was schedulable: whoever cordoned it before lifted
-		// that cordon, and this one is the rollout's own.
-		n.Spec.Unschedulable = true
-		delete(n.Annotations, AnnotationAdminCordoned)
-	}
-	if t.Uncordon {
-		n.Spec.Unschedulable = false
-	}
+	// The progress marks follow the planner's one rule and the API's one
+	// encoding, so the node says what the planner and the simulator think
+	// it says.
+	state, unschedulable := t.Next(v1alpha1.NodeStateOf(n.Labels, n.Annotations), n.Spec.Unschedulable, ro.Name, now)
+	state.Encode(n.Labels, n.Annotations)
+	n.Spec.Unschedulable = unschedulable
 	if t.Driver != "" {
 		n.Labels[LabelDriver] = t.Driver
 	}
@@ -117,22 +98,13 @@ func quarantineTaint(q *v1alpha1.QuarantineSpec) corev1.Taint {
 // cordoned. It reports whether anything changed.
 func releaseNode(node *corev1.Node) (*corev1.Node, bool) {
 	n := node.DeepCopy()
-	changed := false
-	for _, k := range []string{LabelRollout, LabelPhase} {
-		if _, ok := n.Labels[k]; ok {
-			delete(n.Labels, k)
-			changed = true
-		}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
 	}
-	drop := []string{AnnotationSince, AnnotationFailed}
-	if !n.Spec.Unschedulable {
-		drop = append(drop, AnnotationAdminCordoned)
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
 	}
-	for _, k := range drop {
-		if _, ok := n.Annotations[k]; ok {
-			delete(n.Annotations, k)
-			changed = true
-		}
-	}
+	planner.Released(v1alpha1.NodeStateOf(n.Labels, n.Annotations), n.Spec.Unschedulable).Encode(n.Labels, n.Annotations)
+	changed := !maps.Equal(n.Labels, node.Labels) || !maps.Equal(n.Annotations, node.Annotations)
 	return n, changed
 }

@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // Labels and annotations the controller keeps on a node. They are the
@@ -24,18 +23,16 @@ const (
 	AnnotationAdminCordoned = v1alpha1.AnnotationAdminCordoned
 
 	// LabelDriver is the driver version a node should run; flipping it
-	// moves the node between the operator's driver DaemonSets. It equals
-	// render.LabelDriver (a test checks); taken from the planner so the
-	// controller binary does not link the renderer and its Flux and Helm types.
-	LabelDriver = planner.LabelDriver
+	// moves the node between the operator's driver DaemonSets.
+	LabelDriver = v1alpha1.LabelDriver
 	// LabelDriverVersion is GPU Feature Discovery's report of the driver
 	// the node runs.
-	LabelDriverVersion = "nvidia.com/cuda.driver-version.full"
+	LabelDriverVersion = v1alpha1.LabelGFDDriverFull
 
 	// LabelQuarantined is the default quarantine label.
-	LabelQuarantined = "gpufleet.io/quarantined"
+	LabelQuarantined = v1alpha1.LabelQuarantined
 	// TaintQuarantined is the default quarantine taint key.
-	TaintQuarantined = "gpufleet.io/quarantined"
+	TaintQuarantined = v1alpha1.TaintQuarantined
 
 	// Finalizer lets the controller release the rollout's nodes when the
 	// DriverRollout is deleted.

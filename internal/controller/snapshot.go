@@ -168,24 +168,21 @@ func (r *Reconciler) peers(ctx context.Context, ro *v1alpha1.DriverRollout, node
 // starts now, so its timeouts run from the first pass that sees it rather
 // than firing at once.
 func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node {
+	state := v1alpha1.NodeStateOf(node.Labels, node.Annotations)
 	n := planner.Node{
 		Name:          node.Name,
 		Labels:        node.Labels,
 		Unschedulable: node.Spec.Unschedulable,
 		Ready:         nodeReady(node),
-		Owner:         node.Labels[LabelRollout],
-		AdminCordoned: node.Annotations[AnnotationAdminCordoned] == "true",
+		Owner:         state.Rollout,
+		AdminCordoned: state.AdminCordoned,
 	}
 	if n.Owner != rollout {
 		return n
 	}
-	n.Phase = v1alpha1.NodePhase(node.Labels[LabelPhase])
-	n.Failed = node.Annotations[AnnotationFailed] == "true"
-	n.Since = now
-	if s, ok := node.Annotations[AnnotationSince]; ok {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			n.Since = t
-		}
+	n.Phase, n.Failed, n.Since = state.Phase, state.Failed, state.Since
+	if n.Since.IsZero() {
+		n.Since = now
 	}
 	return n
 }

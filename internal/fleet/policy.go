@@ -3,10 +3,15 @@ package fleet
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // windows name IANA time zones; a minimal host may lack the database
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // rawPolicy is [policy]: fleet-wide settings, then overrides per
@@ -59,19 +64,21 @@ type rawHealth struct {
 }
 
 // DefaultPolicy is the policy of a fleet file whose [policy] says nothing:
-// one canary node, one node at a time, half an hour of soak, no failure
-// tolerated, health judged by the conditions and events a GPU node problem
-// detector reports.
+// the DriverRollout API's defaults (v1alpha1.DefaultSoak and its
+// neighbours), plus what only the fleet file decides: one canary node, and
+// health judged by the conditions and events a GPU node problem detector
+// reports. (The API has no default canary: a schema default for the count
+// would clash with a canary named node by node.)
 func DefaultPolicy() Policy {
 	return Policy{
 		CanaryNodes:     1,
-		ParallelNodes:   1,
-		MaxUnavailable:  Amount{Value: 1},
-		Soak:            30 * time.Minute,
-		FailureBudget:   0,
-		DrainTimeout:    15 * time.Minute,
-		InstallTimeout:  20 * time.Minute,
-		ValidateTimeout: 10 * time.Minute,
+		ParallelNodes:   v1alpha1.DefaultParallelNodes,
+		MaxUnavailable:  Amount{Value: v1alpha1.DefaultMaxUnavailable},
+		Soak:            v1alpha1.DefaultSoak,
+		FailureBudget:   v1alpha1.DefaultFailureBudget,
+		DrainTimeout:    v1alpha1.DefaultDrainTimeout,
+		InstallTimeout:  v1alpha1.DefaultInstallTimeout,
+		ValidateTimeout: v1alpha1.DefaultValidateTimeout,
 		Health: Health{
 			NodeConditions: []string{"GpuXidError", "GpuEccError"},
 			EventReasons:   []string{"XidError", "EccError"},
@@ -80,23 +87,52 @@ func DefaultPolicy() Policy {
 }
 
 // PolicyFor returns the policy in force for cluster: [policy], then the
-// cluster's environment's overrides, then the cluster's own.
+// cluster's environment's overrides, then the cluster's own. Parse resolved
+// it once (see resolvePolicies); the result is the caller's to change. A
+// cluster the fleet does not name gets [policy] alone.
 func (f *Fleet) PolicyFor(cluster string) Policy {
-	p := DefaultPolicy()
-	// Validation already reported every problem, so errors are ignored here.
-	_ = applySettings(&p, f.policy.rawPolicySettings, nil, "")
-	if c, ok := f.Clusters[cluster]; ok {
+	if p, ok := f.policies[cluster]; ok {
+		return p.clone()
+	}
+	if f.fleetPolicy != nil {
+		return f.fleetPolicy.clone()
+	}
+	return DefaultPolicy()
+}
+
+// resolvePolicies resolves every cluster's policy once, after validation
+// has reported every problem (so errors are ignored here).
+func (f *Fleet) resolvePolicies() {
+	base := DefaultPolicy()
+	_ = applySettings(&base, f.policy.rawPolicySettings, nil, "")
+	f.fleetPolicy = &base
+	f.policies = make(map[string]Policy, len(f.Clusters))
+	for name, c := range f.Clusters {
+		p := base.clone()
 		if env, ok := f.policy.Environments[c.Environment]; ok {
 			_ = applySettings(&p, env, nil, "")
 		}
+		if own, ok := f.policy.Clusters[name]; ok {
+			_ = applySettings(&p, own, nil, "")
+		}
+		f.policies[name] = p
 	}
-	if own, ok := f.policy.Clusters[cluster]; ok {
-		_ = applySettings(&p, own, nil, "")
+}
+
+// clone copies p deeply enough that changing the copy's lists leaves p alone.
+func (p Policy) clone() Policy {
+	p.Windows = slices.Clone(p.Windows)
+	for i := range p.Windows {
+		p.Windows[i].Days = slices.Clone(p.Windows[i].Days)
 	}
+	p.Freezes = slices.Clone(p.Freezes)
+	p.Health.NodeConditions = slices.Clone(p.Health.NodeConditions)
+	p.Health.EventReasons = slices.Clone(p.Health.EventReasons)
 	return p
 }
 
 func (f *Fleet) validatePolicy(probs *problemList) {
+	f.resolvePolicies()
 	var p Policy
 	applySettings(&p, f.policy.rawPolicySettings, probs, "policy")
 	envs := map[string]bool{}
@@ -125,7 +161,7 @@ func (f *Fleet) validatePolicy(probs *problemList) {
 		for _, pool := range c.Pools {
 			total += pool.Nodes
 		}
-		if pol := f.PolicyFor(name); total > 0 && pol.CanaryNodes >= total && total > 1 {
+		if pol := f.policies[name]; total > 0 && pol.CanaryNodes >= total && total > 1 {
 			probs.add(f.policyKeyFor(name, "canary-nodes"), "canary-nodes (%d) must be fewer than the %d nodes of cluster %q", pol.CanaryNodes, total, name)
 		}
 	}
@@ -168,6 +204,11 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 		d, err := time.ParseDuration(*v)
 		if err != nil || d <= 0 {
 			bad(field, "%q is not a duration: use e.g. 30m, 2h or 1h30m", *v)
+			return
+		}
+		if d > v1alpha1.MaxStepDuration {
+			// The DriverRollout's schema would refuse it in the cluster.
+			bad(field, "%s must be at most %s, got %s", field, strings.TrimSuffix(v1alpha1.MaxStepDuration.String(), "0m0s"), *v)
 			return
 		}
 		*dst = d
@@ -259,13 +300,22 @@ func parseAmount(v any) (Amount, error) {
 	}
 }
 
-// Of resolves the amount against total nodes; a percentage rounds down but
-// never below one node, so a small pool can still make progress.
-func (a Amount) Of(total int) int {
-	if !a.Percent {
-		return a.Value
+// Of resolves the amount against total nodes with the API's one rounding
+// rule (v1alpha1.MaxUnavailableOf): a percentage rounds down but never below
+// one node, so a small pool can still make progress.
+func (a Amount) Of(total int) int { return v1alpha1.MaxUnavailableOf(a.IntOrString(), total) }
+
+// IntOrString is the amount as spec.maxUnavailable writes it; nil when it is
+// unset (zero), which the API reads as DefaultMaxUnavailable.
+func (a Amount) IntOrString() *intstr.IntOrString {
+	if a.Value <= 0 {
+		return nil
 	}
-	return max(1, total*a.Value/100)
+	v := intstr.FromInt32(int32(a.Value))
+	if a.Percent {
+		v = intstr.FromString(a.String())
+	}
+	return &v
 }
 
 type fieldError struct{ field, msg string }

@@ -20,6 +20,10 @@ type Fleet struct {
 	Stack *Stack
 
 	policy rawPolicy
+	// policies are the resolved policies of the clusters, and fleetPolicy
+	// [policy] alone (see PolicyFor).
+	policies    map[string]Policy
+	fleetPolicy *Policy
 	// Source is the file's bytes as read; commands that edit the file
 	// change only the lines they must (see package promote).
 	Source []byte

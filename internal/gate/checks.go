@@ -28,10 +28,10 @@ type Observed struct {
 
 // Labels the gate reads on nodes.
 const (
-	labelDriverFull = "nvidia.com/cuda.driver-version.full"
+	labelDriverFull = v1alpha1.LabelGFDDriverFull
 	// LabelQuarantined marks a node the lifecycle controller took out of
 	// service after a failed rollback.
-	LabelQuarantined = "gpufleet.io/quarantined"
+	LabelQuarantined = v1alpha1.LabelQuarantined
 )
 
 // Evaluate judges what was observed on a cluster against what is expected.

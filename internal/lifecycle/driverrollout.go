@@ -35,7 +35,7 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 				Count:                ptr(int32(p.CanaryNodes)),
 				AutoApproveAfterSoak: p.AutoApproveCanary,
 			},
-			ParallelNodes:  int32(max(p.ParallelNodes, 1)),
+			ParallelNodes:  int32(max(p.ParallelNodes, v1alpha1.DefaultParallelNodes)),
 			MaxUnavailable: amount(p.MaxUnavailable),
 			FailureBudget:  int32(p.FailureBudget),
 			Soak:           duration(p.Soak),
@@ -67,18 +67,13 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 	return dr
 }
 
-// amount converts a count or percentage; zero (unset) means one node, the
-// schema's default and the only value that lets a rollout move at all.
+// amount converts a count or percentage; zero (unset) is written as the
+// API's default, so the rendered object says what the rollout will do.
 func amount(a fleet.Amount) *intstr.IntOrString {
-	if a.Value <= 0 {
-		v := intstr.FromInt32(1)
-		return &v
+	if v := a.IntOrString(); v != nil {
+		return v
 	}
-	if a.Percent {
-		v := intstr.FromString(a.String())
-		return &v
-	}
-	v := intstr.FromInt32(int32(a.Value))
+	v := intstr.FromInt32(v1alpha1.DefaultMaxUnavailable)
 	return &v
 }
 

@@ -5,15 +5,17 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // Labels the simulator reads and writes.
 const (
 	// LabelDriver is the driver version gpufleet wants on the node; the
 	// simulator installs whatever it names.
-	LabelDriver = "gpufleet.io/driver"
+	LabelDriver = v1alpha1.LabelDriver
 	// LabelPool is the node's GPU pool.
-	LabelPool = "gpufleet.io/pool"
+	LabelPool = v1alpha1.LabelPool
 
 	// GPU Feature Discovery's labels.
 	LabelGPUProduct     = "nvidia.com/gpu.product"
@@ -24,10 +26,10 @@ const (
 	LabelMIGCapable     = "nvidia.com/mig.capable"
 	LabelMIGConfig      = "nvidia.com/mig.config"
 	LabelMIGConfigState = "nvidia.com/mig.config.state"
-	LabelDriverMajor    = "nvidia.com/cuda.driver-version.major"
-	LabelDriverMinor    = "nvidia.com/cuda.driver-version.minor"
-	LabelDriverRevision = "nvidia.com/cuda.driver-version.revision"
-	LabelDriverFull     = "nvidia.com/cuda.driver-version.full"
+	LabelDriverMajor    = v1alpha1.LabelGFDDriverMajor
+	LabelDriverMinor    = v1alpha1.LabelGFDDriverMinor
+	LabelDriverRevision = v1alpha1.LabelGFDDriverRevision
+	LabelDriverFull     = v1alpha1.LabelGFDDriverFull
 
 	// LabelDriverPodApp is the app label of the GPU Operator's driver pods.
 	LabelDriverPodApp = "app"

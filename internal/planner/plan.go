@@ -13,16 +13,9 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
-// Defaults applied when a spec field is zero, matching the CRD's defaults, so
-// that a spec built in Go (tests, simulate) behaves like one from the API.
-const (
-	DefaultSoak            = 30 * time.Minute
-	DefaultDrainTimeout    = 30 * time.Minute
-	DefaultInstallTimeout  = 20 * time.Minute
-	DefaultValidateTimeout = 10 * time.Minute
-)
-
-// Settings are a spec's numbers with defaults applied.
+// Settings are a spec's numbers with the API's defaults applied (see
+// v1alpha1.DefaultSoak and its neighbours): a field left zero, as a spec
+// built in Go leaves it, means what the CRD's default would have written.
 type Settings struct {
 	Parallel        int
 	MaxUnavailable  int
@@ -41,29 +34,25 @@ func SettingsFor(spec *v1alpha1.DriverRolloutSpec, total int) Settings {
 		}
 		return d.Duration
 	}
+	parallel := int(spec.ParallelNodes)
+	if parallel < 1 {
+		parallel = v1alpha1.DefaultParallelNodes
+	}
 	return Settings{
-		Parallel:        max(int(spec.ParallelNodes), 1),
+		Parallel:        parallel,
 		MaxUnavailable:  MaxUnavailable(spec.MaxUnavailable, total),
-		Soak:            orDefault(spec.Soak, DefaultSoak),
-		DrainTimeout:    orDefault(spec.Timeouts.Drain, DefaultDrainTimeout),
-		InstallTimeout:  orDefault(spec.Timeouts.Install, DefaultInstallTimeout),
-		ValidateTimeout: orDefault(spec.Timeouts.Validate, DefaultValidateTimeout),
+		Soak:            orDefault(spec.Soak, v1alpha1.DefaultSoak),
+		DrainTimeout:    orDefault(spec.Timeouts.Drain, v1alpha1.DefaultDrainTimeout),
+		InstallTimeout:  orDefault(spec.Timeouts.Install, v1alpha1.DefaultInstallTimeout),
+		ValidateTimeout: orDefault(spec.Timeouts.Validate, v1alpha1.DefaultValidateTimeout),
 		FailureBudget:   max(int(spec.FailureBudget), 0),
 	}
 }
 
-// MaxUnavailable resolves a count or percentage of total nodes. A percentage
-// rounds down but never below one: "10%" of five nodes would otherwise be
-// zero, and a rollout that may never take a node out never moves.
+// MaxUnavailable resolves a count or percentage of total nodes with the
+// API's one rounding rule, v1alpha1.MaxUnavailableOf.
 func MaxUnavailable(v *intstr.IntOrString, total int) int {
-	if v == nil {
-		return 1
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, false)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
+	return v1alpha1.MaxUnavailableOf(v, total)
 }
 
 // work is the planner's running view of one selected node, updated as
@@ -306,19 +295,10 @@ func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(
 	if d := p.deadline(to); d > 0 {
 		p.wake(p.now.Add(d))
 	}
-	if t.Failure {
-		w.failed = true
-	}
-	if t.Cordon {
-		w.unschedulable = true
-		w.adminCordoned = false
-	}
-	if t.RecordAdminCordon {
-		w.adminCordoned = true
-	}
-	if t.Uncordon {
-		w.unschedulable = false
-	}
+	// The running view takes what the actuator will write (Next), so the
+	// rest of this pass sees the node as the transition leaves it.
+	s, unschedulable := t.Next(v1alpha1.NodeState{Rollout: p.ro.Name, Phase: w.phase, Failed: w.failed, AdminCordoned: w.adminCordoned}, w.unschedulable, p.ro.Name, p.now)
+	w.failed, w.adminCordoned, w.unschedulable = s.Failed, s.AdminCordoned, unschedulable
 	p.out = append(p.out, t)
 }
 

@@ -94,6 +94,12 @@ func minutes(hhmm string) (int, error) {
 
 // locations caches time zones: loading one reads the zone database, and the
 // planner runs on every reconcile and every simulated step.
+//
+// Note: the planner does not depend on the machine's zone database: every
+// binary that plans embeds time/tzdata (the controller in its main package,
+// the CLI and the simulator through the fleet parser, which checks each
+// window's zone when the policy is parsed), so a host or image without one
+// plans the same windows.
 var locations sync.Map
 
 func location(name string) (*time.Location, error) {

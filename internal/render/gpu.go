@@ -7,6 +7,8 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // Node labels gpufleet owns or reads.
@@ -14,10 +16,10 @@ const (
 	// LabelDriver is the driver version a node should run. Each NVIDIADriver
 	// selects the nodes with its version, so flipping this label moves a
 	// node from one driver DaemonSet to another.
-	LabelDriver = "gpufleet.io/driver"
+	LabelDriver = v1alpha1.LabelDriver
 	// LabelPool names a node's GPU pool; it is only needed in the selector
 	// when two pools of a cluster have the same GPU product.
-	LabelPool = "gpufleet.io/pool"
+	LabelPool = v1alpha1.LabelPool
 	// LabelGPUProduct is GPU Feature Discovery's product label.
 	LabelGPUProduct = "nvidia.com/gpu.product"
 	// LabelGPUPresent marks every GPU node (the operator's NFD rules set it).

@@ -16,7 +16,7 @@ import (
 const (
 	Target   = "580.95.05"
 	Previous = "570.172.08"
-	PoolKey  = "gpufleet.io/pool"
+	PoolKey  = v1alpha1.LabelPool
 	Pool     = "h100"
 )
 

@@ -1,0 +1,52 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPolicyForIsResolvedOnce: Parse resolves each cluster's policy once,
+// and what PolicyFor returns is the caller's: changing its lists leaves the
+// next caller's policy alone.
+func TestPolicyForIsResolvedOnce(t *testing.T) {
+	f, err := Load("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f.PolicyFor("prod-h100-b")
+	got := f.PolicyFor("prod-h100-b")
+	got.Windows[0].Days[0] = time.Wednesday
+	got.Freezes[0].Reason = "changed"
+	got.Health.NodeConditions[0] = "changed"
+	got.Soak = time.Minute
+	if diff := cmp.Diff(want, f.PolicyFor("prod-h100-b")); diff != "" {
+		t.Errorf("a caller's change reached the fleet (-before +after):\n%s", diff)
+	}
+	if p := f.PolicyFor("no-such-cluster"); p.ParallelNodes != 2 || p.MaxUnavailable != (Amount{Value: 25, Percent: true}) || p.AutoApproveCanary {
+		t.Errorf("an unknown cluster gets [policy] alone: %+v", p)
+	}
+	if diff := cmp.Diff(DefaultPolicy(), (&Fleet{}).PolicyFor("c")); diff != "" {
+		t.Errorf("a fleet not built by Parse has the default policy:\n%s", diff)
+	}
+}
+
+// TestPolicyDurationsWithinTheAPIBounds: the fleet parser refuses what the
+// DriverRollout's schema would refuse in the cluster (0s, above 168h).
+func TestPolicyDurationsWithinTheAPIBounds(t *testing.T) {
+	base := mustRead(t, "testdata/minimal.toml")
+	for _, tt := range []struct{ value, want string }{
+		{"0s", `"0s" is not a duration`},
+		{"169h", "soak must be at most 168h, got 169h"},
+	} {
+		_, err := Parse("fleet.toml", []byte(strings.Replace(base, "[policy]\n", "[policy]\nsoak = \""+tt.value+"\"\n", 1)))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("soak = %q: got %v, want a problem saying %q", tt.value, err, tt.want)
+		}
+	}
+	if _, err := Parse("fleet.toml", []byte(strings.Replace(base, "[policy]\n", "[policy]\nsoak = \"168h\"\n", 1))); err != nil {
+		t.Errorf("soak = 168h, the API's bound: %v", err)
+	}
+}
