@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +16,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/lint"
 	"github.com/gpufleet/gpufleet/internal/promote"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -194,91 +190,67 @@ func newSimpleMutationCommand(s Streams, use, short string, m promote.Mutation) 
 	return cmd
 }
 
+// statusOptions are the flags of `gpufleet status`.
+type statusOptions struct {
+	fleetFile, output, kubeconfig string
+	live                          bool
+	timeout                       time.Duration
+}
+
 func newStatusCommand(s Streams) *cobra.Command {
-	var fleetFile, output, kubeconfig string
-	var live bool
-	var timeout time.Duration
+	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [--live]",
 		Short: "Show which release each cluster runs, what the rollout waits for, and the next command",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			f, err := loadFleet(fleetFile)
-			if err != nil {
-				return err
-			}
-			st := promote.StatusOf(f)
-			st.Notices = repositoryNotices(f, filepath.Dir(fleetFile))
-			var unread []string
-			if live {
-				rev, err := gate.HeadRevision(filepath.Dir(fleetFile))
-				if err != nil {
-					return withCode(ExitUnknown, err)
-				}
-				rep := gate.Run(cmd.Context(), gate.Options{Fleet: f, Clusters: f.ClusterNames(), Revision: rev, Kubeconfig: kubeconfig, Timeout: timeout, Now: time.Now})
-				st.AddGate(rep)
-				unread = unreadClusters(rep)
-			}
-			if output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(st); err != nil {
-					return err
-				}
-			} else {
-				printStatus(s.Out, st)
-			}
-			// A cluster whose live state could not be read leaves the
-			// status incomplete: exit 3 (could not find out), after printing.
-			if len(unread) > 0 {
-				return withCode(ExitUnknown, fmt.Errorf("could not read the live state of %s", strings.Join(unread, ", ")))
-			}
-			return nil
+			return o.run(cmd.Context(), s.Out)
 		},
 	}
-	cmd.Flags().StringVarP(&fleetFile, "file", "f", "fleet.toml", "the fleet file")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
-	cmd.Flags().BoolVar(&live, "live", false, "add each cluster's gate result (connects to the clusters)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for --live")
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "time allowed per cluster with --live")
+	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	cmd.Flags().BoolVar(&o.live, "live", false, "add each cluster's gate result (connects to the clusters)")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --live")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "time allowed per cluster with --live")
 	return cmd
+}
+
+func (o *statusOptions) validate() error { return checkOutput(o.output) }
+
+func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
+	f, err := loadFleet(o.fleetFile)
+	if err != nil {
+		return err
+	}
+	st, err := promote.StatusOptions{Fleet: f, Dir: filepath.Dir(o.fleetFile), Live: o.live, Kubeconfig: o.kubeconfig, Timeout: o.timeout, Now: time.Now}.Run(ctx)
+	var unread *promote.UnreadError
+	if err != nil && !errors.As(err, &unread) {
+		return withCode(ExitUnknown, err)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+	} else {
+		printStatus(out, st)
+	}
+	// A cluster whose live state could not be read leaves the status
+	// incomplete: exit 3 (could not find out), after printing.
+	if unread != nil {
+		return withCode(ExitUnknown, unread)
+	}
+	return nil
 }
 
 // checkOutput refuses an -o the command cannot write, as a usage error.
 func checkOutput(output string) error {
 	if output != "table" && output != "json" {
 		return withCode(ExitUsage, fmt.Errorf("-o must be table or json, got %q", output))
-	}
-	return nil
-}
-
-// unreadClusters lists, sorted, the clusters of rep with a check that could
-// not be made (unreachable, no such context, timeout).
-func unreadClusters(rep *gate.Report) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range rep.Checks {
-		if c.Status == gate.Unknown && !seen[c.Cluster] {
-			seen[c.Cluster] = true
-			out = append(out, c.Cluster)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// repositoryNotices are what the fleet repository at dir still lacks for
-// its serving stack, with the command to run: the push webhook's token,
-// without which only the webhook is down.
-func repositoryNotices(f *fleet.Fleet, dir string) []string {
-	if f.Stack == nil {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(render.WebhookSecretFile))); errors.Is(err, fs.ErrNotExist) {
-		return []string{"push webhook down: " + render.WebhookSecretFile + " is missing; run `" + lint.WebhookTokenCommand + "` and commit it"}
 	}
 	return nil
 }
@@ -326,8 +298,16 @@ func printStatus(out io.Writer, st *promote.Status) {
 	fmt.Fprintf(out, "next: %s\n", st.Next)
 }
 
+// planOptions are the flags and arguments of `gpufleet plan`.
+type planOptions struct {
+	fleetFile, output string
+	args              []string
+
+	mutation promote.Mutation
+}
+
 func newPlanCommand(s Streams) *cobra.Command {
-	var fleetFile, output string
+	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan COMMAND [ARGS]",
 		Short: "Show what a promotion command would change, without writing anything",
@@ -339,59 +319,77 @@ the lines of fleet.toml, and per cluster the rendered objects that change
   gpufleet plan approve r2026-10/prod-h100`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
+			o.args = args
+			if err := o.validate(); err != nil {
 				return err
 			}
-			m, err := mutationFor(args)
-			if err != nil {
-				return withCode(ExitUsage, err)
-			}
-			f, err := loadFleet(fleetFile)
-			if err != nil {
-				return err
-			}
-			p, err := promote.MakePlan(f, m, fleetRenderOptions(cmd.Context()))
-			if err != nil {
-				if errors.Is(err, promote.ErrRefused) {
-					return withCode(ExitFailed, err)
-				}
-				return withCode(ExitFailed, err)
-			}
-			if output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(p)
-			}
-			fmt.Fprintf(s.Out, "%s\n\nfleet.toml:\n", p.Summary)
-			for _, l := range p.FleetLines {
-				fmt.Fprintf(s.Out, "  %s\n", l)
-			}
-			for _, w := range p.Warnings {
-				fmt.Fprintf(s.Out, "\nwarning: %s\n", w)
-			}
-			if len(p.Gate) > 0 {
-				fmt.Fprintf(s.Out, "\ngate first: %s\n", strings.Join(p.Gate, ", "))
-			}
-			if p.GateRequired != "" {
-				fmt.Fprintf(s.Out, "--skip-gate refused: %s\n", p.GateRequired)
-			}
-			if p.Canary != "" {
-				fmt.Fprintf(s.Out, "\nchecks first, on the cluster, that the canary node(s) of %s wait for approval\n", p.Canary)
-			}
-			for _, c := range f.ClusterNames() {
-				if changes := p.Clusters[c]; len(changes) > 0 {
-					fmt.Fprintf(s.Out, "\ncluster %s:\n", c)
-					for _, ch := range changes {
-						fmt.Fprintf(s.Out, "  %s\n", ch)
-					}
-				}
-			}
-			return nil
+			return o.run(cmd.Context(), s.Out)
 		},
 	}
-	cmd.Flags().StringVarP(&fleetFile, "file", "f", "fleet.toml", "the fleet file")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
 	return cmd
+}
+
+// validate checks the command line alone: a bad -o or an unknown or
+// ill-formed command is a usage error, before the fleet file is read.
+func (o *planOptions) validate() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	m, err := mutationFor(o.args)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	o.mutation = m
+	return nil
+}
+
+func (o *planOptions) run(ctx context.Context, out io.Writer) error {
+	f, err := loadFleet(o.fleetFile)
+	if err != nil {
+		return err
+	}
+	// A refused step (promote.ErrRefused) and one that cannot be rendered
+	// both fail the plan.
+	p, err := promote.MakePlan(f, o.mutation, fleetRenderOptions(ctx))
+	if err != nil {
+		return withCode(ExitFailed, err)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}
+	printPlan(out, f, p)
+	return nil
+}
+
+func printPlan(out io.Writer, f *fleet.Fleet, p *promote.Plan) {
+	fmt.Fprintf(out, "%s\n\nfleet.toml:\n", p.Summary)
+	for _, l := range p.FleetLines {
+		fmt.Fprintf(out, "  %s\n", l)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(out, "\nwarning: %s\n", w)
+	}
+	if len(p.Gate) > 0 {
+		fmt.Fprintf(out, "\ngate first: %s\n", strings.Join(p.Gate, ", "))
+	}
+	if p.GateRequired != "" {
+		fmt.Fprintf(out, "--skip-gate refused: %s\n", p.GateRequired)
+	}
+	if p.Canary != "" {
+		fmt.Fprintf(out, "\nchecks first, on the cluster, that the canary node(s) of %s wait for approval\n", p.Canary)
+	}
+	for _, c := range f.ClusterNames() {
+		if changes := p.Clusters[c]; len(changes) > 0 {
+			fmt.Fprintf(out, "\ncluster %s:\n", c)
+			for _, ch := range changes {
+				fmt.Fprintf(out, "  %s\n", ch)
+			}
+		}
+	}
 }
 
 func mutationFor(args []string) (promote.Mutation, error) {

@@ -7,18 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpufleet/gpufleet/api/v1alpha1"
-
-	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/rehearse"
 )
 
 type simulateOptions struct {
@@ -117,52 +111,25 @@ func (o *simulateOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// rehearsal is one cluster's simulated rollout.
-type rehearsal struct {
-	Cluster string `json:"cluster"`
-	// Rollout is the name of the DriverRollout rehearsed, as render writes it.
-	Rollout  string      `json:"rollout"`
-	Previous string      `json:"previousDriver"`
-	Target   string      `json:"targetDriver"`
-	Policy   string      `json:"policy"`
-	Report   sim.Report  `json:"report"`
-	result   *sim.Result `json:"-"`
-	rollout  *v1alpha1.DriverRollout
-	calendar planner.Calendar `json:"-"`
-}
-
-func (o *simulateOptions) run(_ context.Context, out io.Writer) error {
+func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
 	f, err := loadFleet(o.fleetFile)
 	if err != nil {
 		return err
 	}
-	clusters := f.ClusterNames()
-	if o.cluster != "" {
-		if _, ok := f.Clusters[o.cluster]; !ok {
-			return withCode(ExitUsage, fmt.Errorf("no cluster %q in %s (clusters: %s)", o.cluster, o.fleetFile, strings.Join(clusters, ", ")))
-		}
-		clusters = []string{o.cluster}
-	}
-	if o.release != "" && f.Releases[o.release] == nil {
-		return withCode(ExitUsage, fmt.Errorf("no release %q in %s (releases: %s)", o.release, o.fleetFile, strings.Join(f.ReleaseNames(), ", ")))
-	}
-	if o.svg != "" && len(clusters) != 1 {
-		return withCode(ExitUsage, fmt.Errorf("--svg draws one cluster: add --cluster (one of %s)", strings.Join(clusters, ", ")))
-	}
-	release, err := rehearsedRelease(f, o.release)
-	if err != nil {
+	all, err := rehearse.Options{
+		Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
+		Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
+		Start: o.startTime, Record: o.svg != "" || o.verbose, Timeline: o.svg != "",
+	}.Run(ctx)
+	var input *rehearse.InputError
+	switch {
+	case errors.As(err, &input):
 		return withCode(ExitUsage, err)
-	}
-	var all []rehearsal
-	for _, c := range clusters {
-		r, err := o.rehearse(f, c, release)
-		if err != nil {
-			return withCode(ExitFailed, fmt.Errorf("simulate %s: %w", c, err))
-		}
-		all = append(all, r)
+	case err != nil:
+		return withCode(ExitFailed, err)
 	}
 	if o.svg != "" {
-		if err := writeSVG(o.svg, all[0]); err != nil {
+		if err := writeSVG(o.svg, &all[0]); err != nil {
 			return withCode(ExitUnknown, err)
 		}
 	}
@@ -173,144 +140,24 @@ func (o *simulateOptions) run(_ context.Context, out io.Writer) error {
 			return err
 		}
 	} else {
-		for i, r := range all {
+		for i := range all {
 			if i > 0 {
 				fmt.Fprintln(out)
 			}
-			printRehearsal(out, r)
+			printRehearsal(out, all[i])
 			if o.verbose {
 				fmt.Fprintln(out)
-				fmt.Fprint(out, r.result.TranscriptText())
+				fmt.Fprint(out, all[i].Transcript())
 			}
 		}
 	}
-	return unfinished(all)
-}
-
-// unfinished fails a rehearsal that never got to its end: still waiting
-// for a window or a freeze when the simulation stopped. Reporting it as a
-// success would promise a rollout that the calendar does not allow.
-func unfinished(all []rehearsal) error {
-	var errs []error
-	for _, r := range all {
-		if r.result.HitHorizon || r.Report.Outcome == v1alpha1.PhaseOutsideWindow {
-			errs = append(errs, fmt.Errorf("%s: the rollout did not finish: %s", r.Cluster, r.Report.Reason))
-		}
-	}
-	if len(errs) > 0 {
-		return withCode(ExitFailed, errors.Join(errs...))
+	if err := rehearse.Unfinished(all); err != nil {
+		return withCode(ExitFailed, err)
 	}
 	return nil
 }
 
-// rehearse simulates cluster's rollout under its policy: the very
-// DriverRollout render writes for the cluster once the release reaches it
-// (render.DriverRollout), over nodes labelled as GPU Feature Discovery
-// labels them, so that its node selector picks them as it would.
-func (o *simulateOptions) rehearse(f *fleet.Fleet, cluster, release string) (rehearsal, error) {
-	p := f.PolicyFor(cluster)
-	ro, err := render.DriverRollout(f, cluster, release)
-	if err != nil {
-		return rehearsal{}, err
-	}
-	target, previous := ro.Spec.TargetVersion, ro.Spec.PreviousVersion
-	drill := f.Releases[release].ExpectFailure
-	if previous == "" {
-		// Nothing to move from in the file: rehearse a reinstall.
-		previous = target
-	}
-
-	var nodes []planner.Node
-	if o.nodes > 0 {
-		nodes = sim.Nodes(o.nodes, "gpu", gpuNodeLabels(f.Clusters[cluster], nil), previous)
-	} else {
-		for _, pool := range f.Clusters[cluster].Pools {
-			nodes = append(nodes, sim.Nodes(pool.Nodes, pool.Name, gpuNodeLabels(f.Clusters[cluster], pool), previous)...)
-		}
-	}
-	if len(nodes) == 0 {
-		return rehearsal{}, errors.New("the cluster has no GPU nodes: give --nodes")
-	}
-	prof := sim.DefaultProfile()
-	prof.InstallFailRate, prof.XIDRate = o.failRate, o.xidRate
-	if drill && !o.failRateSet {
-		prof.InstallFailRate = 1
-	}
-	res, err := sim.Run(sim.Config{
-		Rollout: ro, Nodes: nodes, Start: o.startTime, Seed: o.seed, Profile: prof,
-		Record: o.svg != "" || o.verbose, Tick: time.Minute,
-		// The rehearsal measures the machinery, not how long a person
-		// takes: the approval `gpufleet approve` writes comes as soon as
-		// the rollout asks for it.
-		ApproveWhenAsked: true,
-	})
-	if err != nil {
-		return rehearsal{}, err
-	}
-	return rehearsal{
-		Cluster: cluster, Rollout: ro.Name, Previous: previous, Target: target, Policy: describePolicy(p),
-		Report: sim.Summarise(ro, res), result: res, rollout: ro, calendar: planner.NewCalendar(&ro.Spec),
-	}, nil
-}
-
-// gpuNodeLabels are the labels a node of pool carries in a real cluster:
-// those GPU Feature Discovery sets and the pool label render selects by.
-// A nil pool is a node of --nodes: the cluster's first pool's product.
-func gpuNodeLabels(c *fleet.Cluster, pool *fleet.Pool) map[string]string {
-	l := map[string]string{render.LabelGPUPresent: "true"}
-	if pool == nil && len(c.Pools) > 0 {
-		pool = c.Pools[0]
-	}
-	if pool != nil {
-		l[render.LabelGPUProduct] = pool.Product
-		l[render.LabelPool] = pool.Name
-	}
-	return l
-}
-
-// rehearsedRelease is the release simulate rehearses when --release is not
-// given: the one being rolled out. With none, it refuses and says what to
-// pass: rehearsing the stable release onto itself shows nothing.
-func rehearsedRelease(f *fleet.Fleet, release string) (string, error) {
-	if release != "" {
-		return release, nil
-	}
-	if r := f.Promotion.Rollout; r != nil && !r.Aborted && f.Releases[r.Release] != nil {
-		return r.Release, nil
-	}
-	var candidates []string
-	for _, r := range f.ReleaseNames() {
-		if r != f.Promotion.Stable {
-			candidates = append(candidates, r)
-		}
-	}
-	why := "no release is being rolled out"
-	if r := f.Promotion.Rollout; r != nil && r.Aborted {
-		why = "the rollout of " + r.Release + " is aborted"
-	}
-	if len(candidates) == 0 {
-		return "", fmt.Errorf("%s, and the fleet file has no release but the stable %s: add one, or pass --release %s to rehearse a reinstall", why, f.Promotion.Stable, f.Promotion.Stable)
-	}
-	return "", fmt.Errorf("%s: pass --release (one of %s) to say which move to rehearse", why, strings.Join(candidates, ", "))
-}
-
-func describePolicy(p fleet.Policy) string {
-	s := fmt.Sprintf("canary %d, parallel %d, maxUnavailable %s, soak %s, budget %d",
-		p.CanaryNodes, p.ParallelNodes, p.MaxUnavailable, shortDuration(p.Soak), p.FailureBudget)
-	for _, w := range p.Windows {
-		days := make([]string, 0, len(w.Days))
-		for _, d := range w.Days {
-			days = append(days, d.String()[:3])
-		}
-		s += fmt.Sprintf(", window %s %s-%s %s", strings.Join(days, ","), w.Start, w.End, w.TimeZone)
-	}
-	if len(p.Freezes) > 0 {
-		s += fmt.Sprintf(", %d freeze(s)", len(p.Freezes))
-	}
-	return s
-}
-
-func printRehearsal(out io.Writer, r rehearsal) {
+func printRehearsal(out io.Writer, r rehearse.Rehearsal) {
 	rep := r.Report
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	when := func(t time.Time) string { return t.UTC().Format("Mon 2006-01-02 15:04 MST") }
@@ -318,8 +165,8 @@ func printRehearsal(out io.Writer, r rehearsal) {
 	fmt.Fprintf(tw, "rollout\t%s, as render writes it\n", r.Rollout)
 	fmt.Fprintf(tw, "policy\t%s\n", r.Policy)
 	fmt.Fprintf(tw, "outcome\t%s: %s\n", rep.Outcome, rep.Reason)
-	fmt.Fprintf(tw, "makespan\t%s (%s → %s)\n", shortDuration(time.Duration(rep.Makespan)), when(rep.Start), when(rep.End))
-	fmt.Fprintf(tw, "lower bound\t%s, efficiency %.0f%% (no windows, no waiting, every slot busy)\n", shortDuration(time.Duration(rep.LowerBound)), 100*rep.Efficiency)
+	fmt.Fprintf(tw, "makespan\t%s (%s → %s)\n", rehearse.ShortDuration(time.Duration(rep.Makespan)), when(rep.Start), when(rep.End))
+	fmt.Fprintf(tw, "lower bound\t%s, efficiency %.0f%% (no windows, no waiting, every slot busy)\n", rehearse.ShortDuration(time.Duration(rep.LowerBound)), 100*rep.Efficiency)
 	fmt.Fprintf(tw, "nodes\t%d done, %d rolled back, %d quarantined, %d untouched\n", rep.Done, rep.RolledBack, rep.Quarantined, rep.Untouched)
 	held := "held"
 	if !rep.BudgetHeld {
@@ -334,7 +181,7 @@ func printRehearsal(out io.Writer, r rehearsal) {
 	case 0:
 		fmt.Fprintf(tw, "held\tnever\n")
 	default:
-		fmt.Fprintf(tw, "held\t%d times, %s in all\n", len(rep.Held), shortDuration(total))
+		fmt.Fprintf(tw, "held\t%d times, %s in all\n", len(rep.Held), rehearse.ShortDuration(total))
 	}
 	// The first holds say most (the wait for the first window, approval);
 	// a long rollout's weekly pattern needs no more lines.
@@ -348,19 +195,17 @@ func printRehearsal(out io.Writer, r rehearsal) {
 		if h.Freeze != "" {
 			what += " (" + h.Freeze + ")"
 		}
-		fmt.Fprintf(tw, "\t%s %s → %s (%s)\n", what, when(h.From), when(h.To), shortDuration(h.To.Sub(h.From)))
+		fmt.Fprintf(tw, "\t%s %s → %s (%s)\n", what, when(h.From), when(h.To), rehearse.ShortDuration(h.To.Sub(h.From)))
 	}
 	tw.Flush()
 }
 
-func writeSVG(path string, r rehearsal) error {
+func writeSVG(path string, r *rehearse.Rehearsal) error {
 	fh, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write timeline: %w", err)
 	}
-	title := fmt.Sprintf("%s: driver %s → %s, %s", r.Cluster, r.Previous, r.Target, r.Policy)
-	open := sim.OpenIntervals(r.calendar, r.result.Start, r.result.End)
-	if err := sim.WriteSVG(fh, title, r.result, open); err != nil {
+	if err := r.Timeline(fh); err != nil {
 		fh.Close()
 		return fmt.Errorf("write timeline %s: %w", path, err)
 	}
@@ -368,30 +213,4 @@ func writeSVG(path string, r rehearsal) error {
 		return fmt.Errorf("write timeline %s: %w", path, err)
 	}
 	return nil
-}
-
-// shortDuration writes 2h30m rather than 2h30m0s, and 3d4h10m for long ones.
-func shortDuration(d time.Duration) string {
-	d = d.Round(time.Minute)
-	if d == 0 {
-		return "0s"
-	}
-	days := ""
-	if d >= 48*time.Hour {
-		days = fmt.Sprintf("%dd", d/(24*time.Hour))
-		d %= 24 * time.Hour
-		if d == 0 {
-			return days
-		}
-	}
-	return days + hoursMinutes(d)
-}
-
-func hoursMinutes(d time.Duration) string {
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

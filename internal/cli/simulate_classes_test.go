@@ -4,13 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/yaml"
-
-	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // editExample copies the example fleet file with each old string replaced.
@@ -82,51 +75,5 @@ freezes = [{ start = 2026-06-01T00:00:00Z, end = 2026-07-01T00:00:00Z, reason = 
 	if !strings.Contains(out, "Frozen (year-end change freeze) Tue 2026-12-22 10:00 UTC → Mon 2027-01-04 00:00 UTC") ||
 		!strings.Contains(out, "OutsideWindow Mon 2027-01-04 00:00 UTC → Tue 2027-01-05 21:00 UTC") {
 		t.Errorf("want the freeze as a named hold, then the wait for the window:\n%s", out)
-	}
-}
-
-// TestSimulateRehearsesWhatRenderWrites is the class of issue 19: simulate
-// built its own DriverRollout (its own name, no node selector, pre-approved).
-// It rehearses the object render writes for the cluster, and that object's
-// node selector picks the simulated nodes.
-func TestSimulateRehearsesWhatRenderWrites(t *testing.T) {
-	fleetFile := editExample(t, `stable = "r2026-06"`, `stable = "r2026-06"
-rollout = { release = "r2026-10", wave = "staging" }`)
-	f, err := loadFleet(fleetFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := render.Render(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cluster := range f.ClusterNames() {
-		var want v1alpha1.DriverRollout
-		if err := yaml.Unmarshal(rendered.Files["clusters/"+cluster+"/lifecycle/driverrollout.yaml"], &want); err != nil {
-			t.Fatal(err)
-		}
-		release := ""
-		if !f.Touched(cluster) {
-			// Not reached yet: what render writes once it is.
-			release = "r2026-10"
-		}
-		o := &simulateOptions{startTime: time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC), seed: 1}
-		r, err := o.rehearse(f, cluster, "r2026-10")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if release == "" {
-			if diff := cmp.Diff(&want, r.rollout); diff != "" {
-				t.Errorf("%s: rehearsed rollout differs from the rendered one (-rendered +rehearsed):\n%s", cluster, diff)
-			}
-		} else if got, _ := render.DriverRollout(f, cluster, release); !cmp.Equal(got, r.rollout) {
-			t.Errorf("%s: rehearsed rollout is not render's for %s", cluster, release)
-		}
-		if r.Rollout != "r2026-10" || r.rollout.Spec.Approval != want.Spec.Approval && f.Touched(cluster) {
-			t.Errorf("%s: rehearsed %q (approval %q), want r2026-10 as rendered (approval %q)", cluster, r.Rollout, r.rollout.Spec.Approval, want.Spec.Approval)
-		}
-		if r.Report.Done != r.Report.Nodes || r.Report.Nodes == 0 {
-			t.Errorf("%s: %d of %d nodes done: the rendered node selector must pick the cluster's GPU nodes", cluster, r.Report.Done, r.Report.Nodes)
-		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -140,17 +139,5 @@ func TestSimulateUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, ExitUsage, tt.want)
 			}
 		})
-	}
-}
-
-func TestShortDuration(t *testing.T) {
-	for in, want := range map[string]string{"0s": "0s", "30m": "30m", "2h": "2h", "2h30m": "2h30m", "49h": "2d1h", "48h": "2d", "50h10m": "2d2h10m"} {
-		d, err := time.ParseDuration(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%s) = %s, want %s", in, got, want)
-		}
 	}
 }

@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/charts"
-	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 type validateOptions struct {
@@ -96,17 +93,11 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	}
 	// The objects gpufleet writes are rendered as render would write them,
 	// with the same charts in the manifests mode, for every release.
-	rendered, err := render.EveryRelease(f, chartRenderOptions(ctx, f, src))
-	if err != nil {
-		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
-	}
-	specs, err := releaseSpecs(f, rendered)
+	report, err := charts.FleetCheck{Fleet: f, Source: src, KubeVersion: o.kubeVersion, Render: chartRenderOptions(ctx, f, src)}.Run(ctx)
 	if err != nil {
 		return withCode(ExitFailed, err)
 	}
-	checker := &charts.Checker{Source: src, KubeVersion: o.kubeVersion}
-	report := checker.Check(ctx, specs)
-	if err := printReport(out, errOut, o.output, report, len(specs)); err != nil {
+	if err := printReport(out, errOut, o.output, report, len(f.ReleaseNames())); err != nil {
 		return err
 	}
 	switch {
@@ -131,41 +122,6 @@ func chartSource(dir, repo, cache, fleetRepo string) (charts.Source, error) {
 		ref = fleet.DefaultChartRepository
 	}
 	return charts.NewSource(ref, charts.Options{CacheDir: cache})
-}
-
-// releaseSpecs lists what validate checks for each release: its two charts
-// with gpufleet's values, and the NVIDIA and Mellanox objects render writes
-// for clusters running it (render.EveryRelease).
-func releaseSpecs(f *fleet.Fleet, files []render.ReleaseFile) ([]charts.ReleaseSpec, error) {
-	byRelease := map[string][]charts.ExtraObject{}
-	for _, rf := range files {
-		if path.Ext(rf.Path) != ".yaml" && path.Ext(rf.Path) != ".yml" {
-			continue
-		}
-		objs, err := crdcheck.DecodeObjects(rf.Data)
-		if err != nil {
-			return nil, fmt.Errorf("read rendered %s: %w", rf.Origin(), err)
-		}
-		for _, o := range objs {
-			switch o.GroupVersionKind().Group {
-			case "nvidia.com", "mellanox.com":
-				byRelease[rf.Release] = append(byRelease[rf.Release], charts.ExtraObject{Origin: rf.Origin(), Object: o})
-			}
-		}
-	}
-	var specs []charts.ReleaseSpec
-	for _, name := range f.ReleaseNames() {
-		rel := f.Releases[name]
-		spec := charts.ReleaseSpec{Name: name, Objects: byRelease[name]}
-		if rel.GPUOperator != "" {
-			spec.Charts = append(spec.Charts, charts.ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: render.GPUOperatorValues(rel)})
-		}
-		if rel.NetworkOperator != "" {
-			spec.Charts = append(spec.Charts, charts.ChartSpec{Name: "network-operator", Version: rel.NetworkOperator, Values: render.NetworkOperatorValues(rel)})
-		}
-		specs = append(specs, spec)
-	}
-	return specs, nil
 }
 
 func printReport(out, errOut io.Writer, format string, r *charts.Report, releases int) error {

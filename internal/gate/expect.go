@@ -33,25 +33,34 @@ type Expected struct {
 	SignalConditions []string
 	// MaxQuarantined is how many quarantined nodes the policy tolerates.
 	MaxQuarantined int
-	// Rollout is the DriverRollout that must be complete.
+	// Rollout is the name of the DriverRollout that must be complete: the
+	// one render writes (after an abort, the aborted release's).
 	Rollout string
 }
 
-// Expect derives what cluster should run from the fleet file.
+// Expect derives what cluster should run from the fleet file: the
+// release, DriverRollout and NVIDIADrivers are render's (render.TargetFor),
+// so the gate judges the very objects render writes.
 func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 	c := f.Clusters[cluster]
-	rel := f.ReleaseFor(cluster)
+	t, err := render.TargetFor(f, cluster)
+	if err != nil {
+		// Only a cluster the fleet file lacks; the gate is given its own.
+		return Expected{Cluster: cluster, Revision: revision}
+	}
+	rel := t.Release
 	pol := f.PolicyFor(cluster)
 	e := Expected{
 		Cluster:          cluster,
 		Release:          rel,
 		Revision:         revision,
 		Kustomizations:   []string{"operators", "config", "lifecycle"},
+		NVIDIADrivers:    t.NVIDIADrivers,
 		Pools:            c.Pools,
 		SharedProduct:    map[string]bool{},
 		SignalConditions: pol.Health.NodeConditions,
 		MaxQuarantined:   pol.FailureBudget,
-		Rollout:          rel.Name,
+		Rollout:          t.DriverRollout.Name,
 	}
 	if f.Charts.Mode == fleet.ModeManifests {
 		e.OperatorDeployments = map[string]string{
@@ -71,7 +80,6 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 	products := map[string]int{}
 	for _, p := range c.Pools {
 		products[p.Product]++
-		e.NVIDIADrivers = append(e.NVIDIADrivers, render.NVIDIADriverName(p.Name, rel.Driver))
 	}
 	for _, p := range c.Pools {
 		e.SharedProduct[p.Name] = products[p.Product] > 1

@@ -43,18 +43,18 @@ func RealGate(dir, kubeconfig string, timeout time.Duration, report func(*gate.R
 }
 
 // judgeAborted adapts the report for the clusters an aborted rollout
-// reached. The gate expects each cluster's release as the fleet file says
-// it, the stable one, and so a DriverRollout named after it; such a cluster
-// carries the aborted rollout's instead, kept so its nodes roll back. What
-// ends the abort is that every node is back on the stable driver, which
-// the node checks see; the DriverRollout check is left out, and the
-// summary says so.
+// reached. Such a cluster runs the stable release, but its DriverRollout
+// (the one render writes, which the gate looks for) still carries the
+// aborted release, with spec.abort set, so that its nodes roll back: it
+// never completes at the stable driver. What ends the abort is that every
+// node is back on the stable driver, which the node checks see; the
+// DriverRollout check is left out, and the summary says so.
 func judgeAborted(f *fleet.Fleet, rep *gate.Report) string {
 	r := f.Promotion.Rollout
 	if r == nil || !r.Aborted {
 		return ""
 	}
-	name := "lifecycle/DriverRollout/" + f.Promotion.Stable
+	name := gate.CheckLifecycle + r.Release
 	before := len(rep.Checks)
 	rep.Checks = slices.DeleteFunc(rep.Checks, func(c gate.Check) bool { return c.Name == name && f.Touched(c.Cluster) })
 	if len(rep.Checks) == before {

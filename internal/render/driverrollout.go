@@ -32,3 +32,33 @@ func DriverRollout(f *fleet.Fleet, cluster, release string) (*v1alpha1.DriverRol
 	}
 	return driverRolloutOf(p), nil
 }
+
+// Target is what a cluster should end on as the fleet file stands: the one
+// answer to "what does this cluster roll out" that render writes, simulate
+// rehearses and the gate checks.
+type Target struct {
+	// Release is what the cluster's operators run and its nodes end on
+	// (fleet.ReleaseFor): the stable release once an abort reached it.
+	Release *fleet.Release
+	// DriverRollout is the DriverRollout render writes for the cluster.
+	// After an abort it still carries the aborted release, with
+	// spec.abort set, so that its nodes roll back to Release's driver.
+	DriverRollout *v1alpha1.DriverRollout
+	// NVIDIADrivers are the names of the NVIDIADrivers, one per pool in
+	// the fleet file's order, of Release's driver: those the nodes end on.
+	// Render may write another driver's too while a rollout is under way.
+	NVIDIADrivers []string
+}
+
+// TargetFor returns the Target of cluster.
+func TargetFor(f *fleet.Fleet, cluster string) (Target, error) {
+	dr, err := DriverRollout(f, cluster, "")
+	if err != nil {
+		return Target{}, err
+	}
+	t := Target{Release: f.ReleaseFor(cluster), DriverRollout: dr}
+	for _, p := range f.Clusters[cluster].Pools {
+		t.NVIDIADrivers = append(t.NVIDIADrivers, NVIDIADriverName(p.Name, t.Release.Driver))
+	}
+	return t, nil
+}
