@@ -1,5 +1,7 @@
-// Package lifecycle holds what the lifecycle controller and render share: the
-// conversion from a cluster's resolved node rollout policy (fleet.Policy) to
-// the DriverRollout object that render writes into the cluster's lifecycle/
-// folder.
+// Package lifecycle converts a cluster's resolved node rollout policy
+// (fleet.Policy) into the DriverRollout spec that render writes into the
+// cluster's lifecycle/ folder. render and `gpufleet simulate` (through
+// render.DriverRollout) use it; the controller does not: it reads the
+// DriverRollout from the cluster, and the api/v1alpha1 types and defaults are
+// the contract between the two.
 package lifecycle
