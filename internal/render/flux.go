@@ -70,6 +70,20 @@ var steps = []step{
 	{name: stepLifecycle, dependsOn: stepConfig, interval: 2 * time.Minute, timeout: 5 * time.Minute},
 }
 
+// operatorHealthChecks are the operators step's health checks in the
+// manifests chart mode: each operator's Deployment, named after its chart
+// (the release name render gives it), which the gate judges too.
+func operatorHealthChecks() []meta.NamespacedObjectKindReference {
+	var refs []meta.NamespacedObjectKindReference
+	for _, op := range []struct{ name, namespace string }{
+		{"gpu-operator", GPUOperatorNamespace},
+		{"network-operator", NetworkOperatorNamespace},
+	} {
+		refs = append(refs, meta.NamespacedObjectKindReference{APIVersion: "apps/v1", Kind: "Deployment", Name: op.name, Namespace: op.namespace})
+	}
+	return refs
+}
+
 // noWaitReason is why the config step does not wait, written on it for
 // people and for `gpufleet lint` (see steps).
 const noWaitReason = "an NVIDIADriver that selects no node is never ready, and during a rollout one always selects none; " +
@@ -120,6 +134,16 @@ func fluxKustomizations(p clusterPlan) []object {
 		}
 		if s.noWait {
 			k.Annotations = map[string]string{lint.AnnotationNoWait: noWaitReason}
+		}
+		if s.name == stepOperators && p.fleet.Charts.Mode == fleet.ModeManifests {
+			// The pre-rendered charts hold the operands' DaemonSets too (NFD's
+			// worker on every node): waiting for all their objects would make
+			// one NotReady node hold the whole chain, the driver rollout
+			// included, for the step's timeout (seen on the real operator).
+			// The step is healthy when the operators themselves run; the
+			// operands are the operators' to reconcile and the gate's to judge.
+			k.Spec.Wait = false
+			k.Spec.HealthChecks = operatorHealthChecks()
 		}
 		objs = append(objs, object{file: "flux-" + s.name + ".yaml", obj: k})
 	}

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
@@ -64,5 +66,28 @@ func TestManifestsMode(t *testing.T) {
 	}
 	if rm.Size() != 2+4 {
 		t.Errorf("kustomize build of the operators folder: %d objects, want 6 (2 namespaces + 2 per chart)", rm.Size())
+	}
+}
+
+// TestManifestsOperatorsStepWaitsForTheOperatorsOnly: with the charts
+// pre-rendered, the operators step holds the operands' DaemonSets too; it
+// must be healthy when the operators' Deployments are, not hold the chain
+// while one node is NotReady.
+func TestManifestsOperatorsStepWaitsForTheOperatorsOnly(t *testing.T) {
+	out, err := RenderWith(manifestsFleet(t), Options{Charts: &fakeCharts{calls: map[string]int{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomizev1.Kustomization
+	if err := yaml.Unmarshal(out.Files["clusters/stg-h100/flux-operators.yaml"], &k); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, hc := range k.Spec.HealthChecks {
+		got = append(got, hc.Kind+"/"+hc.Namespace+"/"+hc.Name)
+	}
+	want := []string{"Deployment/gpu-operator/gpu-operator", "Deployment/nvidia-network-operator/network-operator"}
+	if k.Spec.Wait || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("operators step: wait %t, health checks %v; want no wait and %v", k.Spec.Wait, got, want)
 	}
 }
