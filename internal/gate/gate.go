@@ -61,7 +61,7 @@ func checkCluster(ctx context.Context, opts Options, name string) []Check {
 	unknown := func(msg string) []Check {
 		return []Check{{Cluster: name, Name: "connect", Status: Unknown, Expected: "reachable through context " + cluster.Context, Observed: "not checked", Message: msg}}
 	}
-	c, err := clientFor(opts.Kubeconfig, cluster.Context)
+	c, err := ClientFor(opts.Kubeconfig, cluster.Context)
 	if err != nil {
 		return unknown(err.Error())
 	}
@@ -89,9 +89,10 @@ func checkCluster(ctx context.Context, opts Options, name string) []Check {
 	}
 }
 
-// clientFor builds a read client for a kubeconfig context. A context the
-// kubeconfig lacks is an error, never a fallback to the current context.
-func clientFor(kubeconfig, context string) (client.Client, error) {
+// ClientFor builds a read client for a kubeconfig context, with the
+// gate's scheme. A context the kubeconfig lacks is an error, never a
+// fallback to the current context.
+func ClientFor(kubeconfig, context string) (client.Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -76,7 +75,7 @@ func RealCanary(kubeconfig string, timeout time.Duration) CanaryFunc {
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		cl, err := clientFor(kubeconfig, c.Context)
+		cl, err := gate.ClientFor(kubeconfig, c.Context)
 		if err != nil {
 			return false, "", err
 		}
@@ -100,25 +99,4 @@ func canaryWaits(dr *v1alpha1.DriverRollout, driver string) (bool, string, error
 		return false, observed, nil
 	}
 	return true, observed, nil
-}
-
-// clientFor builds a read client for a kubeconfig context. A context the
-// kubeconfig lacks is an error, never a fallback to the current context.
-func clientFor(kubeconfig, context string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	if _, ok := raw.Contexts[context]; !ok {
-		return nil, fmt.Errorf("context %q is not in the kubeconfig", context)
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("context %q: %w", context, err)
-	}
-	return client.New(cfg, client.Options{Scheme: gate.Scheme()})
 }
