@@ -75,37 +75,6 @@ func kwokNodeLabels(p Pool, node, v string) map[string]string {
 	return l
 }
 
-// ensureKwokNode registers node name of pool p, as its kubelet would,
-// unless it exists: kwok then keeps it Ready.
-func (s *Sim) ensureKwokNode(ctx context.Context, p Pool, name string) error {
-	err := s.c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("node %s: %w", name, err)
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   name,
-			Labels: kwokNodeLabels(p, name, p.Driver),
-		},
-		Spec: corev1.NodeSpec{ProviderID: "kwok://" + name},
-	}
-	if err := s.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create node %s: %w", name, err)
-	}
-	// The capacity is the node's to report; kwok writes the conditions.
-	if err := s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
-		setCapacity(n, p)
-		return true
-	}); err != nil {
-		return err
-	}
-	s.opts.Logf("nodesim: registered node %s (pool %s, driver %s) for kwok", name, p.Name, p.Driver)
-	return nil
-}
-
 // syncKwok does one pass in kwok mode: for each simulated node, the driver
 // install inside the driver pods the operator's DaemonSets put there.
 func (s *Sim) syncKwok(ctx context.Context) error {
@@ -119,10 +88,8 @@ func (s *Sim) syncKwok(ctx context.Context) error {
 	for _, name := range s.Nodes() {
 		n := byName[name]
 		if n == nil {
-			s.mu.Lock()
-			p := s.pools[name]
-			s.mu.Unlock()
-			errs = append(errs, s.ensureKwokNode(ctx, p, name))
+			// Deleted by someone: a real node would register again.
+			errs = append(errs, s.ensureNode(ctx, s.poolOf(name), name))
 			continue
 		}
 		errs = append(errs, s.kwokHeartbeat(ctx, n))

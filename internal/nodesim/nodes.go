@@ -17,9 +17,11 @@ import (
 // ResourceGPU is the extended resource the GPU device plugin advertises.
 const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 
-// ensureNode creates node name of pool p, with its driver already installed,
-// unless it exists. An existing node is left as it is: its labels are the
-// cluster's record of what is installed.
+// ensureNode registers node name of pool p, with its driver already
+// installed, unless it exists, as its kubelet would. An existing node is
+// left as it is: its labels are the cluster's record of what is installed.
+// With kwok, kwok writes the node's conditions and the operator's
+// DaemonSet its driver pod; without, the simulator writes both.
 func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 	err := s.c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
 	if err == nil {
@@ -28,25 +30,42 @@ func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
+	labels, provider := nodeLabels(p, name, p.Driver), "nodesim://"
+	if s.opts.Kwok {
+		labels, provider = kwokNodeLabels(p, name, p.Driver), "kwok://"
+	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(p, name, p.Driver)},
-		Spec:       corev1.NodeSpec{ProviderID: "nodesim://" + name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: provider + name},
 	}
 	if err := s.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
 	now := s.opts.Clock.Now()
 	if err := s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
+		// The capacity is the node's own to report.
 		setCapacity(n, p)
-		setCondition(n, readyCondition(true, now))
+		if !s.opts.Kwok {
+			setCondition(n, readyCondition(true, now))
+		}
 		return true
 	}); err != nil {
 		return err
 	}
-	s.opts.Logf("nodesim: created node %s (pool %s, driver %s)", name, p.Name, p.Driver)
+	s.opts.Logf("nodesim: registered node %s (pool %s, driver %s, kwok %t)", name, p.Name, p.Driver, s.opts.Kwok)
+	if s.opts.Kwok {
+		return nil
+	}
 	// The node was "running" before the simulator saw it: its driver is
 	// installed already, so its pod starts Ready without an install.
 	return s.createDriverPod(ctx, name, p.Driver, now, true)
+}
+
+// poolOf returns the pool of simulated node name.
+func (s *Sim) poolOf(name string) Pool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pools[name]
 }
 
 // heartbeat renews node n's Ready condition when its heartbeat is older

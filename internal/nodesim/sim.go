@@ -111,11 +111,7 @@ func (s *Sim) AddPool(ctx context.Context, p Pool) ([]string, error) {
 	s.mu.Unlock()
 	var errs []error
 	for _, n := range names {
-		if s.opts.Kwok {
-			errs = append(errs, s.ensureKwokNode(ctx, p, n))
-		} else {
-			errs = append(errs, s.ensureNode(ctx, p, n))
-		}
+		errs = append(errs, s.ensureNode(ctx, p, n))
 	}
 	return names, errors.Join(errs...)
 }
@@ -193,11 +189,8 @@ func (s *Sim) Sync(ctx context.Context) error {
 	for _, name := range s.Nodes() {
 		n := byName[name]
 		if n == nil {
-			s.mu.Lock()
-			p := s.pools[name]
-			s.mu.Unlock()
 			// Deleted by someone: a real node would register again.
-			errs = append(errs, s.ensureNode(ctx, p, name))
+			errs = append(errs, s.ensureNode(ctx, s.poolOf(name), name))
 			continue
 		}
 		errs = append(errs,
