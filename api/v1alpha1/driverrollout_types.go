@@ -22,7 +22,13 @@ type DriverRollout struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DriverRolloutSpec   `json:"spec"`
+	Spec DriverRolloutSpec `json:"spec"`
+	// Status is what the controller observed. It reads as {} before the
+	// controller first writes it (the API server applies this default on
+	// every read): Flux's CEL health checks fail on an object with no status
+	// field at all until their timeout, which would hold a new rollout's
+	// lifecycle step.
+	// +kubebuilder:default={}
 	Status DriverRolloutStatus `json:"status,omitempty"`
 }
 
