@@ -1,5 +1,5 @@
 // Package nodesim simulates GPU nodes on a real API server that has no
-// GPUs behind it: the testbed and "gpufleet demo" use it.
+// GPUs behind it: the testbed, the lab ("gpufleet-lab demo") and the tests use it.
 //
 // With [Options.Kwok] (the end-to-end suite) kwok is the kubelet, the real
 // controller-manager and scheduler run pods, and the real GPU Operator's
