@@ -105,10 +105,6 @@ func startKube(ctx context.Context, bins Binaries, c *Cluster) (*Kube, error) {
 			"--use-service-account-credentials=false",
 			"--node-monitor-period="+NodeMonitorPeriod.String(),
 			"--node-monitor-grace-period="+NodeMonitorGracePeriod.String(),
-			// A testbed is small: the default sync periods are tuned for
-			// thousands of objects and would slow the tests down.
-			"--concurrent-daemonset-syncs=4",
-			"--concurrent-gc-syncs=10",
 		)},
 		{binKubeScheduler, ports[1], common(ports[1], filepath.Join(dir, "scheduler-certs"))},
 	}
