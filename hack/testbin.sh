@@ -2,9 +2,10 @@
 # testbin.sh builds the programs the testbed runs (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, Flux's source-controller and
 # kustomize-controller, Flux's image-reflector-, image-automation- and
-# notification-controller, the NVIDIA GPU Operator and kwok) from the Go module
-# proxy and puts them, with Flux's CRDs and the GPU Operator's state manifests,
-# into the folder given as the only argument (default bin/testbin).
+# notification-controller, the NVIDIA GPU Operator, kwok, and sops, which
+# "gpufleet secret" runs) from the Go module proxy and puts them, with Flux's
+# CRDs and the GPU Operator's state manifests, into the folder given as the
+# only argument (default bin/testbin).
 #
 # Why a per-user cache: CI runs every job in a fresh clone on the same
 # machine, so a cache inside the repository would be cold each time and the
@@ -16,7 +17,9 @@
 # programs because their go.mod files carry replace directives. Each wrapper
 # requires the program and repeats the replaces its build needs; its go.sum is
 # committed so builds are reproducible. The wrapper is copied out of the
-# repository before building so a build never edits tracked files.
+# repository before building so a build never edits tracked files. sops needs
+# none: its go.mod has no replace directives, so "go install sops@v" builds it
+# from its own module, with the versions and go.sum its release pins.
 #
 # Environment:
 #   GPUFLEET_CACHE         cache root (see above)
@@ -49,6 +52,8 @@ flux_image_version=$image_reflector_version-$image_automation_version-$notificat
 gpu_operator_tag=v25.3.4
 gpu_operator_version=v0.0.0-20250917190837-d73a0086a6ba
 kwok_version=v0.8.0
+# The sops that "gpufleet secret" runs in the tests.
+sops_version=v3.13.3
 
 log() { printf '%s testbin: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() {
@@ -164,6 +169,18 @@ build_kwok() {
 	finish kwok "$kwok_version" "$tmp"
 }
 
+# build_sops builds sops with one "go install" of its own module (see the
+# top of this file for why no wrapper module).
+build_sops() {
+	local tmp=$cache_root/sops-$sops_version.tmp start=$SECONDS
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	log "building sops $sops_version (a minute or two when cold)"
+	(cd "$tmp" && GOWORK=off GOFLAGS=-buildvcs=false GOBIN=$tmp CGO_ENABLED=0 \
+		"$go_bin" install -p "$jobs" -trimpath -ldflags "-s -w" "github.com/getsops/sops/v3/cmd/sops@$sops_version")
+	log "built sops in $((SECONDS - start))s"
+	finish sops "$sops_version" "$tmp"
+}
+
 build_flux() {
 	local src tmp=$cache_root/flux-$flux_version.tmp ctrl dir
 	src=$(prepare_src flux)
@@ -216,6 +233,7 @@ for item in "etcd $etcd_version build_etcd" \
 	"kube $kube_version build_kube" \
 	"gpu-operator $gpu_operator_tag build_gpu_operator" \
 	"kwok $kwok_version build_kwok" \
+	"sops $sops_version build_sops" \
 	"flux $flux_version build_flux" \
 	"flux-image $flux_image_version build_flux_image"; do
 	read -r name version builder <<<"$item"
@@ -239,8 +257,9 @@ done
 	echo "notification-controller $notification_version"
 	echo "gpu-operator $gpu_operator_tag ($gpu_operator_version)"
 	echo "kwok $kwok_version"
+	echo "sops $sops_version"
 	echo "built-with $go_version"
 } >"$dest/VERSIONS"
 log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver kube-controller-manager kube-scheduler \
 	source-controller kustomize-controller image-reflector-controller image-automation-controller \
-	notification-controller gpu-operator kwok)"
+	notification-controller gpu-operator kwok sops)"

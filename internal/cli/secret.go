@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,21 +25,47 @@ func newSecretCommand(s Streams) *cobra.Command {
 		Long: `The serving stack's Secrets live in the fleet repository encrypted with SOPS to
 each environment's age recipients ([stack.age-recipients] in the fleet file);
 kustomize-controller decrypts them with the cluster's flux-system/sops-age key.
-No plaintext Secret is ever written into the repository.`,
+No plaintext Secret is ever written into the repository.
+
+Like the Flux CLI, gpufleet leaves the encryption to the sops program (v3.9 or
+newer): --sops, else $GPUFLEET_SOPS, else sops on PATH. The files are what
+sops itself writes and reads.`,
 	}
-	cmd.AddCommand(newSecretEncryptCommand(s), newSecretEditCommand(s))
+	var sopsPath string
+	cmd.PersistentFlags().StringVar(&sopsPath, "sops", "", "the sops program (default: $"+secrets.EnvSOPS+", else sops on PATH)")
+	cmd.AddCommand(newSecretEncryptCommand(s, &sopsPath), newSecretEditCommand(s, &sopsPath))
 	return cmd
+}
+
+// findSOPS locates sops for a secret command; a missing sops means the
+// command cannot find out anything (exit 3), and says how to install it.
+func findSOPS(path string) (*secrets.SOPS, error) {
+	tool, err := secrets.Find(path)
+	if err != nil {
+		return nil, withCode(ExitUnknown, err)
+	}
+	return tool, nil
+}
+
+// sopsExit is the exit code for an error of a secrets call: sops could not
+// be run, or the plaintext has nowhere safe to go (3); sops or gpufleet
+// refused the input (1).
+func sopsExit(err error) int {
+	if errors.Is(err, secrets.ErrStart) || errors.Is(err, secrets.ErrNoMemoryDir) {
+		return ExitUnknown
+	}
+	return ExitFailed
 }
 
 type secretEncryptOptions struct {
 	fleetFile, env, service, name, namespace string
 	webhookToken                             bool
 	literals, files                          []string
-	now                                      func() time.Time
+	sops                                     *string
 }
 
-func newSecretEncryptCommand(s Streams) *cobra.Command {
-	o := &secretEncryptOptions{now: time.Now}
+func newSecretEncryptCommand(s Streams, sopsPath *string) *cobra.Command {
+	o := &secretEncryptOptions{sops: sopsPath}
 	cmd := &cobra.Command{
 		Use:   "encrypt (--env ENV --service SVC --name NAME | --webhook-token) (--from-literal KEY=VALUE | --from-file KEY=PATH)...",
 		Short: "Write a SOPS-encrypted Secret a service declares (or the push webhook token)",
@@ -71,7 +96,7 @@ Only data values are encrypted. The plaintext never touches the disk.`,
 	return cmd
 }
 
-func (o *secretEncryptOptions) run(_ context.Context, out io.Writer) error {
+func (o *secretEncryptOptions) run(ctx context.Context, out io.Writer) error {
 	f, err := loadFleet(o.fleetFile)
 	if err != nil {
 		return err
@@ -113,9 +138,13 @@ func (o *secretEncryptOptions) run(_ context.Context, out io.Writer) error {
 	if o.namespace != "" {
 		namespace = o.namespace
 	}
-	enc, err := secrets.EncryptSecret(secrets.NewSecret(name, namespace, data), recipients, o.now())
+	tool, err := findSOPS(*o.sops)
 	if err != nil {
-		return withCode(ExitFailed, err)
+		return err
+	}
+	enc, err := tool.EncryptSecret(ctx, secrets.NewSecret(name, namespace, data), recipients)
+	if err != nil {
+		return withCode(sopsExit(err), err)
 	}
 	target := filepath.Join(filepath.Dir(o.fleetFile), filepath.FromSlash(rel))
 	if err := fsutil.WriteFileAtomic(target, enc); err != nil {
@@ -151,23 +180,26 @@ func (o *secretEncryptOptions) data() (map[string]string, error) {
 	return data, nil
 }
 
-func newSecretEditCommand(s Streams) *cobra.Command {
+func newSecretEditCommand(s Streams, sopsPath *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "edit FILE",
 		Short: "Decrypt a SOPS-encrypted Secret into $EDITOR and encrypt it again to the same recipients",
 		Long: `edit decrypts FILE with the age identity in SOPS_AGE_KEY_FILE or SOPS_AGE_KEY,
-opens the plaintext in $EDITOR (a private temporary file, removed afterwards),
-and writes it back encrypted to the recipients it had. An unchanged file is
-left as it was.`,
+opens the plaintext in $EDITOR and writes it back encrypted to the recipients
+it had. An unchanged file is left as it was.
+
+The editor gets the plaintext as a private file on a memory-backed file system
+($XDG_RUNTIME_DIR or /dev/shm, a tmpfs), removed as soon as the editor exits;
+where there is none, edit refuses rather than put the plaintext on a disk.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return editSecret(cmd.Context(), args[0], s)
+			return editSecret(cmd.Context(), args[0], *sopsPath, s)
 		},
 	}
 	return cmd
 }
 
-func editSecret(ctx context.Context, file string, s Streams) error {
+func editSecret(ctx context.Context, file, sopsPath string, s Streams) error {
 	enc, err := os.ReadFile(file)
 	if err != nil {
 		return withCode(ExitUnknown, err)
@@ -176,47 +208,33 @@ func editSecret(ctx context.Context, file string, s Streams) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	recipients, err := secrets.Recipients(enc)
-	if err != nil {
-		return withCode(ExitFailed, err)
-	}
-	plain, err := secrets.Decrypt(enc, ids)
-	if err != nil {
-		return withCode(ExitFailed, err)
-	}
-	dir, err := os.MkdirTemp("", "gpufleet-secret-")
+	tool, err := findSOPS(sopsPath)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	tmp := filepath.Join(dir, filepath.Base(strings.TrimSuffix(file, ".sops.yaml"))+".yaml")
-	if err := os.WriteFile(tmp, plain, 0o600); err != nil {
-		return err
-	}
-	editor := os.Getenv("EDITOR")
-	if editor == "" {
-		editor = "vi"
-	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", editor+` "$1"`, "editor", tmp)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.In, s.Out, s.Err
-	if err := cmd.Run(); err != nil {
-		return withCode(ExitFailed, fmt.Errorf("editor: %w (the file was not changed)", err))
-	}
-	edited, err := os.ReadFile(tmp)
+	res, err := tool.Edit(ctx, enc, secrets.EditOptions{
+		Identities: ids,
+		Name:       filepath.Base(strings.TrimSuffix(file, ".sops.yaml")),
+		Edit: func(ctx context.Context, path string) error {
+			editor := os.Getenv("EDITOR")
+			if editor == "" {
+				editor = "vi"
+			}
+			cmd := exec.CommandContext(ctx, "sh", "-c", editor+` "$1"`, "editor", path)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = s.In, s.Out, s.Err
+			return cmd.Run()
+		},
+	})
 	if err != nil {
-		return err
+		return withCode(sopsExit(err), fmt.Errorf("%s: %w", file, err))
 	}
-	if string(edited) == string(plain) {
+	if res.Encrypted == nil {
 		fmt.Fprintln(s.Out, "unchanged")
 		return nil
 	}
-	out, err := secrets.Encrypt(edited, recipients, time.Now())
-	if err != nil {
-		return withCode(ExitFailed, err)
-	}
-	if err := fsutil.WriteFileAtomic(file, out); err != nil {
+	if err := fsutil.WriteFileAtomic(file, res.Encrypted); err != nil {
 		return withCode(ExitUnknown, err)
 	}
-	fmt.Fprintf(s.Out, "wrote %s, encrypted to %d recipient(s)\n", file, len(recipients))
+	fmt.Fprintf(s.Out, "wrote %s, encrypted to %d recipient(s)\n", file, len(res.Recipients))
 	return nil
 }

@@ -1,16 +1,30 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"filippo.io/age"
 
 	"github.com/gpufleet/gpufleet/internal/secrets"
+	"github.com/gpufleet/gpufleet/internal/secrets/sopstest"
 )
+
+// decrypt opens a SOPS file with id through the testbed's sops, the
+// program `gpufleet secret` runs (sopstest.Use points it there).
+func decrypt(t *testing.T, enc []byte, id *age.X25519Identity) ([]byte, error) {
+	t.Helper()
+	tool, err := secrets.Find(sopstest.Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool.Decrypt(context.Background(), enc, secrets.Identities{Keys: id.String()})
+}
 
 // fleetWithKeys copies the example fleet with fresh age recipients for both
 // environments and returns its path and the identities.
@@ -40,6 +54,7 @@ func fleetWithKeys(t *testing.T) (string, map[string]*age.X25519Identity) {
 // secrets it declares with `gpufleet secret encrypt`, and lints the result:
 // no finding. Before the secrets exist, lint names each missing one.
 func TestRenderedRepositoryLintsClean(t *testing.T) {
+	sopstest.Use(t)
 	fleetFile, ids := fleetWithKeys(t)
 	dir := filepath.Dir(fleetFile)
 	if code, out, errOut := run(t, "render", "-f", fleetFile); code != ExitOK {
@@ -97,15 +112,15 @@ func TestRenderedRepositoryLintsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	prodSecret, _ := os.ReadFile(filepath.Join(dir, "apps/prod/litellm/secret-litellm-master-key.sops.yaml"))
-	if plain, err := secrets.Decrypt(prodSecret, []age.Identity{ids["prod"]}); err != nil || !strings.Contains(string(plain), "sk-prod-secret") {
+	if plain, err := decrypt(t, prodSecret, ids["prod"]); err != nil || !strings.Contains(string(plain), "sk-prod-secret") {
 		t.Errorf("the prod key must open the prod secret: %v", err)
 	}
-	if _, err := secrets.Decrypt(prodSecret, []age.Identity{ids["staging"]}); err == nil {
+	if _, err := decrypt(t, prodSecret, ids["staging"]); err == nil {
 		t.Error("the staging key must not open the prod secret")
 	}
 	webhook, _ := os.ReadFile(filepath.Join(dir, "infrastructure/webhook/secret-webhook-token.sops.yaml"))
 	for env, id := range ids {
-		if _, err := secrets.Decrypt(webhook, []age.Identity{id}); err != nil {
+		if _, err := decrypt(t, webhook, id); err != nil {
 			t.Errorf("the %s key must open the shared webhook token: %v", env, err)
 		}
 	}
@@ -120,6 +135,7 @@ func TestSecretEncryptRefusesUndeclared(t *testing.T) {
 }
 
 func TestSecretEdit(t *testing.T) {
+	sopstest.Use(t)
 	fleetFile, ids := fleetWithKeys(t)
 	if code, _, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--env", "prod", "--service", "litellm", "--name", "litellm-master-key", "--from-literal", "master-key=old"); code != ExitOK {
 		t.Fatal(errOut)
@@ -131,11 +147,75 @@ func TestSecretEdit(t *testing.T) {
 		t.Fatalf("edit: %d %s %s", code, out, errOut)
 	}
 	enc, _ := os.ReadFile(file)
-	plain, err := secrets.Decrypt(enc, []age.Identity{ids["prod"]})
+	plain, err := decrypt(t, enc, ids["prod"])
 	if err != nil || !strings.Contains(string(plain), "master-key: new") {
 		t.Errorf("after edit: %v\n%s", err, plain)
 	}
 	if strings.Contains(string(enc), "new") && !strings.Contains(string(enc), "ENC[") {
 		t.Error("the edited file is not encrypted")
+	}
+
+	// An editor that changes nothing leaves the file as it was.
+	t.Setenv("EDITOR", "true")
+	if code, out, errOut := run(t, "secret", "edit", file); code != ExitOK || !strings.Contains(out, "unchanged") {
+		t.Errorf("edit with no change: %d %s %s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(enc) {
+		t.Error("an unchanged edit rewrote the file")
+	}
+}
+
+// TestSecretEditKeepsRecipients edits the webhook token, encrypted to both
+// environments, with the staging key alone: it stays encrypted to both.
+func TestSecretEditKeepsRecipients(t *testing.T) {
+	sopstest.Use(t)
+	fleetFile, ids := fleetWithKeys(t)
+	if code, _, errOut := run(t, "secret", "encrypt", "-f", fleetFile, "--webhook-token", "--from-literal", "token=old-token"); code != ExitOK {
+		t.Fatal(errOut)
+	}
+	file := filepath.Join(filepath.Dir(fleetFile), "infrastructure/webhook/secret-webhook-token.sops.yaml")
+	before, _ := os.ReadFile(file)
+	want, err := secrets.Recipients(before)
+	if err != nil || len(want) != 2 {
+		t.Fatalf("the webhook token is encrypted to %v (%v), want both environments", want, err)
+	}
+	t.Setenv("SOPS_AGE_KEY", ids["staging"].String())
+	t.Setenv("EDITOR", "sed -i s/old-token/new-token/")
+	if code, out, errOut := run(t, "secret", "edit", file); code != ExitOK || !strings.Contains(out, "encrypted to 2 recipient(s)") {
+		t.Fatalf("edit: %d %s %s", code, out, errOut)
+	}
+	after, _ := os.ReadFile(file)
+	if got, err := secrets.Recipients(after); err != nil || !slices.Equal(got, want) {
+		t.Errorf("after edit the file is encrypted to %v (%v), want %v", got, err, want)
+	}
+	if plain, err := decrypt(t, after, ids["prod"]); err != nil || !strings.Contains(string(plain), "token: new-token") {
+		t.Errorf("the prod key must open the edit made with the staging key: %v\n%s", err, plain)
+	}
+}
+
+// TestSecretNeedsSOPS: without a sops program the secret commands cannot
+// find out anything (exit 3) and say how to install sops.
+func TestSecretNeedsSOPS(t *testing.T) {
+	fleetFile, ids := fleetWithKeys(t)
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv(secrets.EnvSOPS, "")
+	t.Setenv("SOPS_AGE_KEY", ids["prod"].String())
+	file := filepath.Join(filepath.Dir(fleetFile), "apps/prod/litellm/secret-litellm-master-key.sops.yaml")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("sops:\n  age:\n    - recipient: "+ids["prod"].Recipient().String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	encrypt := []string{"secret", "encrypt", "-f", fleetFile, "--env", "prod", "--service", "litellm", "--name", "litellm-master-key", "--from-literal", "master-key=x"}
+	for _, args := range [][]string{
+		encrypt,
+		append(slices.Clone(encrypt), "--sops", filepath.Join(t.TempDir(), "sops")),
+		{"secret", "edit", file},
+	} {
+		code, _, errOut := run(t, args...)
+		if code != ExitUnknown || !strings.Contains(errOut, "sops not found") || !strings.Contains(errOut, "go install github.com/getsops/sops/v3/cmd/sops@") {
+			t.Errorf("gpufleet %s: exit %d, want 3 with how to install sops:\n%s", strings.Join(args, " "), code, errOut)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // truncated copy) is refused here, at its line, and not when `secret
 // encrypt` or Flux's decryption first needs it.
 //
-// Accepted are the recipients the SOPS library encrypts to in-process and
+// Accepted are the recipients sops encrypts to (gpufleet runs the sops program) and
 // that a Flux cluster can decrypt with a key file: X25519 (age1...) and
 // hybrid post-quantum (age1pq1...). Plugin recipients (age1yubikey1... and
 // the like) and SSH keys are refused: the cluster's private key must be a

@@ -1,0 +1,81 @@
+package sopstest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// envTestbin is the variable that points at the testbed's folder (the
+// Makefile exports it; see internal/testbed). It is spelled here rather
+// than imported, since the testbed's package brings a Kubernetes test
+// control plane into every test binary that imports it.
+const envTestbin = "GPUFLEET_TESTBIN"
+
+// Path returns the sops program in $GPUFLEET_TESTBIN, else in bin/testbin
+// of the module root. When it is missing the test fails, naming
+// "make testbin", except under -short, where it is skipped like the
+// testbed's other tests.
+func Path(t testing.TB) string {
+	t.Helper()
+	p, err := find()
+	if err != nil {
+		if testing.Short() {
+			t.Skipf("sops: skipped under -short: %v", err)
+		}
+		t.Fatalf("sops: %v", err)
+	}
+	return p
+}
+
+// Use points gpufleet at the testbed's sops for the rest of the test, by
+// setting GPUFLEET_SOPS, and returns its path.
+func Use(t testing.TB) string {
+	t.Helper()
+	p := Path(t)
+	t.Setenv("GPUFLEET_SOPS", p)
+	return p
+}
+
+func find() (string, error) {
+	dir := os.Getenv(envTestbin)
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		root, err := moduleRoot(wd)
+		if err != nil {
+			return "", fmt.Errorf("%w (set %s or run `make testbin`)", err, envTestbin)
+		}
+		dir = filepath.Join(root, "bin", "testbin")
+	}
+	p, err := filepath.Abs(filepath.Join(dir, "sops"))
+	if err != nil {
+		return "", err
+	}
+	info, err := os.Stat(p)
+	if err != nil || info.IsDir() || info.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("no sops program at %s: run `make testbin` to build it (about two minutes the first time, seconds later)", p)
+	}
+	return p, nil
+}
+
+// moduleRoot walks up from dir to the first folder that holds a go.mod.
+func moduleRoot(dir string) (string, error) {
+	for d := dir; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		d = parent
+	}
+}
