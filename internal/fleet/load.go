@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -37,28 +36,23 @@ func Parse(name string, data []byte) (*Fleet, error) {
 	probs := &problemList{file: name, pos: indexPositions(data)}
 
 	var raw rawFile
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		var strict *toml.StrictMissingError
+	unknown, err := decodeFile(data, &raw)
+	// Every unknown key is reported; the known ones decoded fine, so
+	// validation goes on and reports the rest too.
+	for _, k := range unknown {
+		probs.addAt(k.line, k.col, probs.pos.keyFor(k.line, k.key), "unknown key")
+	}
+	if err != nil {
 		var decErr *toml.DecodeError
-		switch {
-		case errors.As(err, &strict):
-			// Every unknown key is reported; the known ones decoded fine,
-			// so validation goes on and reports the rest too.
-			for _, e := range strict.Errors {
-				line, col := e.Position()
-				probs.addAt(line, col, probs.pos.keyFor(line, e.Key()), "unknown key")
-			}
-		case errors.As(err, &decErr):
+		if errors.As(err, &decErr) {
 			// A syntax or type error stops decoding: nothing after it can
 			// be trusted.
 			line, col := decErr.Position()
 			probs.addAt(line, col, probs.pos.keyFor(line, decErr.Key()), cleanDecodeMessage(decErr.Error()))
-			return nil, probs.list.sorted()
-		default:
+		} else {
 			probs.addAt(1, 1, "", err.Error())
-			return nil, probs.list.sorted()
 		}
+		return nil, probs.list.sorted()
 	}
 	// A table in the wrong shape decoded into something the file does not
 	// say (a list of one pool with none of its keys): checking what was
@@ -79,6 +73,7 @@ func Parse(name string, data []byte) (*Fleet, error) {
 		Stack:     raw.Stack,
 		policy:    raw.Policy,
 	}
+	f.clusterNames = sortedKeys(f.Clusters)
 	f.validate(probs)
 	if len(probs.list) > 0 {
 		return nil, probs.list.sorted()
@@ -151,8 +146,14 @@ func typeWord(goType string) string {
 // ReleaseNames returns the release names, sorted.
 func (f *Fleet) ReleaseNames() []string { return sortedKeys(f.Releases) }
 
-// ClusterNames returns the cluster names, sorted.
-func (f *Fleet) ClusterNames() []string { return sortedKeys(f.Clusters) }
+// ClusterNames returns the cluster names, sorted. Parse sorts them once:
+// commands over a large fleet ask for them per cluster and per service.
+func (f *Fleet) ClusterNames() []string {
+	if len(f.clusterNames) == len(f.Clusters) && f.clusterNames != nil {
+		return slices.Clone(f.clusterNames)
+	}
+	return sortedKeys(f.Clusters)
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -73,7 +73,15 @@ func (f *Fleet) ServicesOn(cluster string) []string {
 	}
 	var out []string
 	for _, name := range f.Stack.ServiceNames() {
-		if slices.Contains(f.ServiceClusters(name, c.Environment), cluster) {
+		// What ServiceClusters(name, c.Environment) would say of this
+		// cluster alone: render asks for every cluster, and listing the
+		// whole environment each time grew with the square of the fleet.
+		s := f.Stack.Services[name].Environments[c.Environment]
+		if s != nil && len(s.Clusters) > 0 {
+			if slices.Contains(s.Clusters, cluster) {
+				out = append(out, name)
+			}
+		} else if Fits(c, s) {
 			out = append(out, name)
 		}
 	}

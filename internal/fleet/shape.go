@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -124,29 +125,65 @@ var fileSchema = reflect.TypeOf(rawFile{})
 func typeAt(path []string) reflect.Type {
 	t := fileSchema
 	for _, seg := range path {
-		t = indirect(t)
-		if t.Kind() == reflect.Slice {
-			t = indirect(t.Elem())
-		}
-		switch t.Kind() {
-		case reflect.Struct:
-			f, ok := fieldByTag(t, seg)
-			if !ok {
-				return nil
-			}
-			t = f
-		case reflect.Map:
-			t = t.Elem()
-		default:
+		if t = stepType(t, seg); t == nil {
 			return nil
 		}
 	}
 	return t
 }
 
+// stepType is typeAt one segment further down from t; nil when seg leaves
+// the schema.
+func stepType(t reflect.Type, seg string) reflect.Type {
+	t = indirect(t)
+	if t.Kind() == reflect.Slice {
+		t = indirect(t.Elem())
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		f, ok := fieldByTag(t, seg)
+		if !ok {
+			return nil
+		}
+		return f
+	case reflect.Map:
+		return t.Elem()
+	}
+	return nil
+}
+
+// fieldTypes memoizes fieldByTag: typeAt runs for every table and key of
+// the file, and looking through a struct's tags each time was a fifth of
+// the time of loading a large fleet.
+var fieldTypes sync.Map // fieldKey → fieldType
+
+type fieldKey struct {
+	t   reflect.Type
+	key string
+}
+
+type fieldType struct {
+	t  reflect.Type
+	ok bool
+}
+
 // fieldByTag finds the field the decoder fills for key, looking into
 // embedded structs as the decoder does.
 func fieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
+	k := fieldKey{t, key}
+	if ft, ok := fieldTypes.Load(k); ok {
+		return ft.(fieldType).t, ft.(fieldType).ok
+	}
+	ft, ok := lookupFieldByTag(t, key)
+	if ok {
+		// Only the schema's own keys, so a file full of unknown keys
+		// cannot grow the cache.
+		fieldTypes.Store(k, fieldType{ft, ok})
+	}
+	return ft, ok
+}
+
+func lookupFieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")

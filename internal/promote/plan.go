@@ -30,6 +30,8 @@ type Plan struct {
 	Canary string `json:"canary,omitempty"`
 	// Warnings are what the command would warn about, e.g. a downgrade.
 	Warnings []string `json:"warnings,omitempty"`
+	// Diffs are the rendered objects that change, each a unified diff.
+	Diffs []ObjectDiff `json:"diffs"`
 }
 
 // MakePlan computes what m would do to the fleet f; ro, when set, gives
@@ -39,15 +41,12 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 	if err != nil {
 		return nil, err
 	}
-	before, err := renderWith(f, ro)
+	// Only the clusters the step reaches: the others render the same.
+	before, after, err := renderReached(f, next, ro)
 	if err != nil {
 		return nil, err
 	}
-	after, err := renderWith(next, ro)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate, GateRequired: step.GateRequired, Canary: step.Canary, Warnings: step.Warnings}
+	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate, GateRequired: step.GateRequired, Canary: step.Canary, Warnings: step.Warnings, Diffs: ObjectDiffs(before.Files, after.Files)}
 	paths := slices.Sorted(func(yield func(string) bool) {
 		seen := map[string]bool{}
 		for _, o := range []*render.Output{before, after} {

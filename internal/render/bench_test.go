@@ -2,83 +2,91 @@ package render
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 )
 
-// syntheticFleet writes a fleet file with n clusters of 4 GPU pools each,
-// in waves of 50, mid-rollout so that half the clusters carry two drivers.
-func syntheticFleet(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`
-[releases.r1]
-gpu-operator = "v25.3.4"
-network-operator = "v25.4.0"
-driver = "570.172.08"
-[releases.r2]
-gpu-operator = "v25.10.1"
-network-operator = "v25.10.0"
-driver = "580.95.05"
-[policy]
-parallel-nodes = 2
-max-unavailable = "10%"
-[policy.environments.prod]
-soak = "2h"
-[[policy.environments.prod.windows]]
-days = ["Tue", "Wed"]
-start = "22:00"
-end = "04:00"
-time-zone = "UTC"
-`)
-	products := []string{"NVIDIA-H100-80GB-HBM3", "NVIDIA-H200", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S"}
-	for i := 0; i < n; i++ {
-		env := "prod"
-		if i < n/10 {
-			env = "staging"
-		}
-		fmt.Fprintf(&b, "[clusters.c%04d]\nenvironment = %q\n", i, env)
-		for p := 0; p < 4; p++ {
-			fmt.Fprintf(&b, "[[clusters.c%04d.pools]]\nname = \"pool%d\"\nproduct = %q\nnodes = %d\n", i, p, products[p], 8+p*4)
-		}
-	}
-	for w := 0; w*50 < n; w++ {
-		var names []string
-		for i := w * 50; i < min(n, (w+1)*50); i++ {
-			names = append(names, fmt.Sprintf("%q", fmt.Sprintf("c%04d", i)))
-		}
-		fmt.Fprintf(&b, "[[waves]]\nname = \"w%d\"\nclusters = [%s]\n", w, strings.Join(names, ", "))
-	}
-	fmt.Fprintf(&b, "[promotion]\nstable = \"r1\"\nrollout = { release = \"r2\", wave = \"w%d\" }\n", (n/50)/2)
-	return []byte(b.String())
+// benchSizes are the fleet sizes of the render benchmarks, so that growth
+// from one to the next can be read against linear (the target: within
+// 1.2× of linear from 500 to 5,000 clusters).
+var benchSizes = []int{500, 2000, 5000}
+
+// midRollout is a synthetic fleet of n clusters × 4 pools in waves of 50
+// with the example's serving stack, mid-rollout so that about half the
+// clusters carry two drivers.
+func midRollout(b *testing.B, n int) []byte {
+	return fleettest.Fleet(b, fleettest.Options{Clusters: n, Rollout: true})
 }
 
-// BenchmarkRender renders synthetic fleets of growing size; the target is
-// under 2 s for 500 clusters × 4 pools, growing linearly with clusters.
+// BenchmarkRender parses and renders in memory.
 func BenchmarkRender(b *testing.B) {
-	for _, n := range []int{50, 500} {
-		src := syntheticFleet(n)
+	for _, n := range benchSizes {
+		src := midRollout(b, n)
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			defer fleettest.CPUTime(b)()
 			var files int
 			for b.Loop() {
-				f, err := fleet.Parse("fleet.toml", src)
-				if err != nil {
-					b.Fatal(err)
-				}
-				out, err := Render(f)
-				if err != nil {
-					b.Fatal(err)
-				}
-				files = len(out.Files)
+				files = len(renderOnce(b, src).Files)
 			}
 			b.ReportMetric(float64(files), "files")
 		})
 	}
 }
 
-func TestSyntheticFleetIsValid(t *testing.T) {
-	if _, err := fleet.Parse("fleet.toml", syntheticFleet(120)); err != nil {
-		t.Fatal(err)
+// BenchmarkRenderWrite is `gpufleet render`: parse, render and write,
+// into an empty folder (every file added) and into one already up to date
+// (every file read back and compared, none written). Targets at 5,000
+// clusters: under 10 s and under 5 s.
+func BenchmarkRenderWrite(b *testing.B) {
+	for _, n := range benchSizes {
+		src := midRollout(b, n)
+		b.Run(fmt.Sprintf("empty/clusters=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			defer fleettest.CPUTime(b)()
+			for b.Loop() {
+				b.StopTimer()
+				dir := b.TempDir()
+				b.StartTimer()
+				changes, err := Write(renderOnce(b, src), dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(changes) == 0 {
+					b.Fatal("nothing written into an empty folder")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("up-to-date/clusters=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			if _, err := Write(renderOnce(b, src), dir); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			defer fleettest.CPUTime(b)()
+			for b.Loop() {
+				changes, err := Write(renderOnce(b, src), dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(changes) != 0 {
+					b.Fatalf("%d changes to an up-to-date folder", len(changes))
+				}
+			}
+		})
 	}
+}
+
+func renderOnce(b *testing.B, src []byte) *Output {
+	f, err := fleet.Parse("fleet.toml", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := Render(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }

@@ -3,7 +3,10 @@ package render
 import (
 	"fmt"
 	"path"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
@@ -41,6 +44,9 @@ type ChartRenderer interface {
 type Options struct {
 	// Charts renders the operator charts in [charts] mode = "manifests".
 	Charts ChartRenderer
+
+	// firstOfEnv is firstClusters, found once per render.
+	firstOfEnv map[string]string
 }
 
 // Render renders every cluster of f. In the "manifests" chart mode it needs
@@ -49,19 +55,49 @@ func Render(f *fleet.Fleet) (*Output, error) { return RenderWith(f, Options{}) }
 
 // RenderWith renders every cluster of f with opts.
 func RenderWith(f *fleet.Fleet, opts Options) (*Output, error) {
+	return RenderClusters(f, f.ClusterNames(), opts)
+}
+
+// RenderClusters renders the named clusters of f, and the serving stack's
+// files, with opts: what RenderWith writes for those clusters. A command
+// that knows which clusters a change reaches (see SamePlan) renders only
+// those.
+func RenderClusters(f *fleet.Fleet, names []string, opts Options) (*Output, error) {
 	if f.Charts.Mode == fleet.ModeManifests {
 		if opts.Charts == nil {
 			return nil, fmt.Errorf("[charts] mode = %q needs the operator charts: give render a chart source (--charts DIR or --repo URL)", fleet.ModeManifests)
 		}
 		opts.Charts = &chartCache{next: opts.Charts, done: map[string][]byte{}}
 	}
-	out := &Output{Files: map[string][]byte{}}
-	for _, name := range f.ClusterNames() {
-		files, err := renderCluster(f, f.Clusters[name], opts)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", name, err)
+	opts.firstOfEnv = firstClusters(f)
+	for _, name := range names {
+		if f.Clusters[name] == nil {
+			return nil, fmt.Errorf("no cluster %q", name)
 		}
-		for p, b := range files {
+	}
+	// Clusters render independently (each reads the fleet and writes its
+	// own files), so they render on every core; the result and the error
+	// reported (the first cluster's by name order) do not depend on it.
+	files := make([]map[string][]byte, len(names))
+	errs := make([]error, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(names); i = int(next.Add(1)) - 1 {
+				files[i], errs[i] = renderCluster(f, f.Clusters[names[i]], opts)
+			}
+		}()
+	}
+	wg.Wait()
+	out := &Output{Files: make(map[string][]byte, len(names)*32)}
+	for i, name := range names {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("cluster %s: %w", name, errs[i])
+		}
+		for p, b := range files[i] {
 			out.Files[p] = b
 		}
 	}
@@ -69,6 +105,41 @@ func RenderWith(f *fleet.Fleet, opts Options) (*Output, error) {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
 	return out, nil
+}
+
+// SamePlan reports whether cluster renders the same in a and b, two
+// versions of one fleet file that differ only in [promotion]: whether
+// what the promotion decides for it (its release, the DriverRollout's
+// target, fallback and controls) is the same. renderCluster reads the
+// promotion through planFor alone.
+func SamePlan(a, b *fleet.Fleet, cluster string) bool {
+	ca, cb := a.Clusters[cluster], b.Clusters[cluster]
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	pa, pb := planFor(a, ca), planFor(b, cb)
+	name := func(r *fleet.Release) string {
+		if r == nil {
+			return ""
+		}
+		return r.Name
+	}
+	return name(pa.release) == name(pb.release) && name(pa.rollout) == name(pb.rollout) &&
+		name(pa.rollbackTo) == name(pb.rollbackTo) &&
+		pa.abort == pb.abort && pa.paused == pb.paused && pa.approved == pb.approved
+}
+
+// firstClusters maps each environment to its first cluster by name: the
+// one that runs the environment's image automation.
+func firstClusters(f *fleet.Fleet) map[string]string {
+	first := map[string]string{}
+	for _, name := range f.ClusterNames() {
+		env := f.Clusters[name].Environment
+		if _, ok := first[env]; !ok {
+			first[env] = name
+		}
+	}
+	return first
 }
 
 // clusterPlan is what one cluster runs, as the fleet file says.
@@ -86,6 +157,9 @@ type clusterPlan struct {
 	fleet                   *fleet.Fleet
 	// charts renders the operators as plain manifests (manifests mode).
 	charts ChartRenderer
+	// firstOfEnv maps each environment to its first cluster (see
+	// firstClusters); nil outside a whole render.
+	firstOfEnv map[string]string
 }
 
 func planFor(f *fleet.Fleet, c *fleet.Cluster) clusterPlan {
@@ -104,6 +178,7 @@ func planFor(f *fleet.Fleet, c *fleet.Cluster) clusterPlan {
 func renderCluster(f *fleet.Fleet, c *fleet.Cluster, opts Options) (map[string][]byte, error) {
 	plan := planFor(f, c)
 	plan.charts = opts.Charts
+	plan.firstOfEnv = opts.firstOfEnv
 	dir := ClusterDir(c.Name)
 	files := map[string][]byte{}
 	folders := []struct {
@@ -132,11 +207,16 @@ func renderCluster(f *fleet.Fleet, c *fleet.Cluster, opts Options) (map[string][
 // chartCache renders each chart version (with the same values) once: many
 // clusters run the same release.
 type chartCache struct {
+	// mu makes the cache safe for clusters rendering at once, and hands
+	// next one chart at a time.
+	mu   sync.Mutex
 	next ChartRenderer
 	done map[string][]byte
 }
 
 func (c *chartCache) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	v, err := jsonMarshal(values)
 	if err != nil {
 		return nil, err

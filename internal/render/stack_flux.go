@@ -96,6 +96,11 @@ const AnnotationStartup = "gpufleet.io/startup"
 func AppKustomization(service string) string { return "app-" + service }
 
 func firstClusterOf(p clusterPlan, env string) string {
+	if p.firstOfEnv != nil {
+		// Found once per render: looking through the fleet for every
+		// cluster grew with the square of the fleet.
+		return p.firstOfEnv[env]
+	}
 	for _, c := range p.fleet.ClusterNames() {
 		if p.fleet.Clusters[c].Environment == env {
 			return c

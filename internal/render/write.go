@@ -7,7 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gpufleet/gpufleet/internal/fsutil"
 )
@@ -31,35 +34,73 @@ const (
 // A file in the way that render did not write is an error: render never
 // overwrites what a person wrote.
 func Diff(out *Output, dir string) ([]Change, error) {
-	existing, err := generatedFiles(dir)
+	changes, _, err := diff(out, dir)
+	return changes, err
+}
+
+// diff is Diff, and the content of each file to change as it was. Each
+// file is read once: the files render may have written are found by
+// walking its folders, and those out holds are compared as they are read.
+func diff(out *Output, dir string) ([]Change, map[string][]byte, error) {
+	existing, err := generatedFiles(dir, out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var changes []Change
 	var foreign []error
+	old := map[string][]byte{}
 	for _, p := range out.Paths() {
-		old, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+		f, seen := existing.files[p]
+		if !seen {
+			// Not under the folders walked (or not a .yaml file): read it.
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				f = existingFile{}
+			case err != nil:
+				return nil, nil, fmt.Errorf("read %s: %w", p, err)
+			default:
+				f = existingFile{exists: true, ours: bytes.HasPrefix(b, []byte(Header)), data: b}
+			}
+		}
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case f.err != nil:
+			return nil, nil, fmt.Errorf("read %s: %w", p, f.err)
+		case !f.exists:
 			changes = append(changes, Change{Path: p, Action: ActionAdd})
-		case err != nil:
-			return nil, fmt.Errorf("read %s: %w", p, err)
-		case !bytes.HasPrefix(old, []byte(Header)):
+		case !f.ours:
 			foreign = append(foreign, fmt.Errorf("%s exists and was not written by gpufleet render: move it away, or delete it", p))
-		case !bytes.Equal(old, out.Files[p]):
+		case !bytes.Equal(f.data, out.Files[p]):
 			changes = append(changes, Change{Path: p, Action: ActionChange})
+			old[p] = f.data
 		}
 	}
-	for _, p := range existing {
+	for _, p := range existing.ours {
 		if _, ok := out.Files[p]; !ok {
 			changes = append(changes, Change{Path: p, Action: ActionRemove})
 		}
 	}
 	if len(foreign) > 0 {
-		return nil, errors.Join(foreign...)
+		return nil, nil, errors.Join(foreign...)
 	}
 	slices.SortFunc(changes, func(a, b Change) int { return compareStrings(a.Path, b.Path) })
-	return changes, nil
+	return changes, old, nil
+}
+
+// existingFile is one file found in the output folder.
+type existingFile struct {
+	exists, ours bool
+	// data is the whole file when out has it, to compare.
+	data []byte
+	err  error
+}
+
+// existingFiles are the files under the folders render writes.
+type existingFiles struct {
+	// ours lists the files an earlier render wrote, in walk order.
+	ours []string
+	// files are those of out's paths the walk found.
+	files map[string]existingFile
 }
 
 func compareStrings(a, b string) int {
@@ -72,13 +113,16 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// generatedFiles lists the files under dir that an earlier render wrote.
-// Only the folders render writes are searched.
-func generatedFiles(dir string) ([]string, error) {
-	var paths []string
+// generatedFiles lists the files under dir that an earlier render wrote,
+// and reads those that out has. Only the folders render writes are
+// searched. The files are read on every core: an output folder of 5,000
+// clusters holds 150,000 of them.
+func generatedFiles(dir string, out *Output) (existingFiles, error) {
+	found := existingFiles{files: map[string]existingFile{}}
 	if ours, err := hasHeader(filepath.Join(dir, ".sops.yaml")); err == nil && ours {
-		paths = append(paths, ".sops.yaml")
+		found.ours = append(found.ours, ".sops.yaml")
 	}
+	var paths []string // slash-separated, relative to dir, in walk order
 	for _, top := range []string{"clusters", "apps", "infrastructure"} {
 		root := filepath.Join(dir, top)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -91,21 +135,48 @@ func generatedFiles(dir string) ([]string, error) {
 			if d.IsDir() || filepath.Ext(p) != ".yaml" {
 				return nil
 			}
-			ours, err := hasHeader(p)
-			if err != nil {
-				return err
-			}
-			if ours {
-				rel, _ := filepath.Rel(dir, p)
-				paths = append(paths, filepath.ToSlash(rel))
-			}
+			rel, _ := filepath.Rel(dir, p)
+			paths = append(paths, filepath.ToSlash(rel))
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", root, err)
+			return existingFiles{}, fmt.Errorf("scan %s: %w", root, err)
 		}
 	}
-	return paths, nil
+	files := make([]existingFile, len(paths))
+	errs := make([]error, len(paths))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(2*runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(paths); i = int(next.Add(1)) - 1 {
+				p := filepath.Join(dir, filepath.FromSlash(paths[i]))
+				if _, want := out.Files[paths[i]]; want {
+					// Read it whole once: Diff compares it next.
+					b, err := os.ReadFile(p)
+					files[i] = existingFile{exists: err == nil, ours: bytes.HasPrefix(b, []byte(Header)), data: b, err: err}
+					continue
+				}
+				ours, err := hasHeader(p)
+				files[i], errs[i] = existingFile{exists: true, ours: ours}, err
+			}
+		}()
+	}
+	wg.Wait()
+	for i, rel := range paths {
+		if errs[i] != nil {
+			return existingFiles{}, fmt.Errorf("scan %s: %w", rel, errs[i])
+		}
+		if _, want := out.Files[rel]; want {
+			found.files[rel] = files[i]
+		}
+		if f := files[i]; f.err == nil && f.ours {
+			found.ours = append(found.ours, rel)
+		}
+	}
+	return found, nil
 }
 
 func hasHeader(path string) (bool, error) {
@@ -124,7 +195,7 @@ func hasHeader(path string) (bool, error) {
 // half-way it puts back every file it had already replaced or removed, so
 // the previous output stays whole.
 func Write(out *Output, dir string) ([]Change, error) {
-	changes, err := Diff(out, dir)
+	changes, before, err := diff(out, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +207,14 @@ func Write(out *Output, dir string) ([]Change, error) {
 	}
 	for _, c := range changes {
 		target := filepath.Join(dir, filepath.FromSlash(c.Path))
-		old, readErr := os.ReadFile(target)
-		had := readErr == nil
+		// What to put back: Diff read each file it changes, a file to add
+		// is not there, and a file to remove is read now.
+		old, had := before[c.Path]
+		if c.Action == ActionRemove {
+			var readErr error
+			old, readErr = os.ReadFile(target)
+			had = readErr == nil
+		}
 		var err error
 		if c.Action == ActionRemove {
 			err = os.Remove(target)
@@ -161,7 +238,40 @@ func Write(out *Output, dir string) ([]Change, error) {
 }
 
 // writeFileAtomic writes one file; tests replace it to inject a failure.
-var writeFileAtomic = fsutil.WriteFileAtomic
+var writeFileAtomic = createOrReplace
+
+// createOrReplace replaces a file atomically (fsutil.WriteFileAtomic), but
+// creates a new one in place: a temporary file and a rename cost twice the
+// directory updates, and most of an empty folder's render time. A new file
+// left half-written by a failure is removed with the rest (see Write).
+func createOrReplace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return fsutil.WriteFileAtomic(path, data)
+	}
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	// 0644 whatever the umask, as fsutil.WriteFileAtomic writes.
+	cerr := f.Chmod(0o644)
+	if err := f.Close(); err != nil && werr == nil && cerr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+	}
+	return werr
+}
 
 // removeEmptyDirs removes the folders that removals left empty.
 func removeEmptyDirs(dir string, changes []Change) {

@@ -19,8 +19,10 @@ type Report struct {
 	End      time.Time `json:"end"`
 	Makespan Duration  `json:"makespan"`
 	// LowerBound is the shortest rollout the policy allows for the nodes
-	// that ended Done: canary, then the rest spread over every slot, no
-	// window, no wait for approval. Efficiency is LowerBound / Makespan.
+	// that ended Done: the canary, then the rest, each spread over every
+	// slot, nodes starting only while the maintenance windows are open and
+	// no freeze holds (see windowedEnd), no wait for approval. Efficiency
+	// is LowerBound / Makespan.
 	LowerBound  Duration `json:"lowerBound"`
 	Efficiency  float64  `json:"efficiency"`
 	Done        int      `json:"done"`
@@ -77,7 +79,7 @@ func Summarise(ro *v1alpha1.DriverRollout, res *Result) Report {
 	// stopped is measured against the work it did, not the work it skipped.
 	for _, n := range res.Nodes {
 		work, ok := res.Work[n.Name]
-		if !ok || n.Phase != v1alpha1.NodeDone {
+		if !ok || n.Phase != v1alpha1.NodeDone || n.Owner != ro.Name {
 			continue
 		}
 		if slices.Contains(st.Canary.Nodes, n.Name) {
@@ -86,7 +88,13 @@ func Summarise(ro *v1alpha1.DriverRollout, res *Result) Report {
 			rest = append(rest, work)
 		}
 	}
+	cal := planner.NewCalendar(&ro.Spec)
 	lb := spread(canary, slots) + spread(rest, slots)
+	if end := windowedEnd(cal, windowedEnd(cal, res.Start, canary, slots), rest, slots); !end.IsZero() {
+		// The windows-aware bound; without windows or freezes it is the
+		// one above.
+		lb = end.Sub(res.Start)
+	}
 	r.LowerBound = Duration(lb)
 	if res.Makespan > 0 {
 		r.Efficiency = float64(lb) / float64(res.Makespan)
@@ -150,6 +158,67 @@ func spread(jobs []time.Duration, slots int) time.Duration {
 		longest = max(longest, j)
 	}
 	return max(longest, sum/time.Duration(slots))
+}
+
+// windowedEnd is a lower bound on when jobs of the given lengths can all be
+// done on slots machines from from, when a job may start only while cal is
+// open (in a window, out of every freeze) and, once started, runs to its
+// end: no sooner than the first open time plus the longest job, and no
+// sooner than the time by which the slots could have worked through them
+// all. Up to time E, a slot works at most the open time since the first
+// open moment, plus, in each closed gap, the one job it may have started
+// before the gap and run into it (at most the longest job, and no longer
+// than the gap). With no windows nor freezes that is spread. Zero when cal
+// does not open within its search horizon (or from is zero).
+func windowedEnd(cal planner.Calendar, from time.Time, jobs []time.Duration, slots int) time.Time {
+	if from.IsZero() || len(jobs) == 0 {
+		return from // nothing to wait for
+	}
+	t0 := cal.NextAllowed(from)
+	if t0.IsZero() {
+		return time.Time{}
+	}
+	var sum, longest time.Duration
+	for _, j := range jobs {
+		sum += j
+		longest = max(longest, j)
+	}
+
+	need := sum / time.Duration(slots) // the work each slot must do
+	done := func(e time.Time) time.Time { return latest(e, t0.Add(longest)) }
+	var worked time.Duration // the most a slot can have worked by a
+	a := t0
+	for range 5000 {
+		b := cal.NextClose(a)
+		if b.IsZero() {
+			return done(a.Add(need - worked)) // open from a on
+		}
+		if e := a.Add(need - worked); !e.After(b) {
+			return done(e)
+		}
+		worked += b.Sub(a)
+		next := cal.NextAllowed(b)
+		if next.IsZero() {
+			return time.Time{}
+		}
+		overhang := min(next.Sub(b), longest)
+		if e := b.Add(need - worked); !e.After(b.Add(overhang)) {
+			return done(e)
+		}
+		worked += overhang
+		a = next
+	}
+	return time.Time{}
+}
+
+func latest(ts ...time.Time) time.Time {
+	out := ts[0]
+	for _, t := range ts[1:] {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
 }
 
 // Interval is a period of time.

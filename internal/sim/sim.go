@@ -122,6 +122,8 @@ type Result struct {
 	Steps int
 	// Work is, per node, the time the rollout would need for it if it never
 	// waited (drain + install + report + soak): the input of LowerBound.
+	// Only nodes a rollout started are in it: a node settled on the
+	// target, or never reached, did no work.
 	Work map[string]time.Duration
 	// Transcript and Timeline are kept when Config.Record is set.
 	Transcript []Line
@@ -214,14 +216,16 @@ func Run(cfg Config) (*Result, error) {
 			}
 		}})
 	}
-	scripted := func() bool { // a scripted event is still to come
-		for _, ev := range w.queue {
-			if ev.script && ev.at.After(w.now) {
-				return true
-			}
+	// scripts counts the scripted events not run yet: the queue holds every
+	// node's next event too, too many to look through at every pass.
+	scripts := len(cfg.Script)
+	for i := range w.queue {
+		if w.queue[i].script {
+			fn := w.queue[i].fn
+			w.queue[i].fn = func() { scripts--; fn() }
 		}
-		return false
 	}
+	scripted := func() bool { return scripts > 0 } // a scripted event is still to come
 
 	res := &Result{Start: cfg.Start, End: cfg.Start, Work: map[string]time.Duration{}, world: w}
 	tl := newTimeline(cfg.Record, w.nodes, cfg.Start)
@@ -245,11 +249,26 @@ func Run(cfg Config) (*Result, error) {
 		type read struct {
 			view     []planner.Node
 			versions []int
-			others   []planner.Peer
+			// sparse are the versions read of the nodes the pass writes,
+			// when versions is not kept (not racing).
+			sparse map[int]int
+			others []planner.Peer
 		}
 		reads := make([]read, len(live))
 		readAll := func(k int) {
 			name := live[k].ro.Name
+			if !cfg.Racing && cfg.Plan == nil {
+				// Planned and written before anything else changes, by
+				// planner.Plan, which only reads its snapshot: the world's
+				// own nodes serve as the view when it hides nothing from
+				// this rollout, and the versions a write must find are read
+				// just before the writes (see below). Copying 50,000 nodes
+				// at every pass was most of a large simulation's time. A
+				// planner a test swaps in may write to its snapshot, so it
+				// gets a copy.
+				reads[k] = read{view: w.planView(name), others: w.peersOf(name)}
+				return
+			}
 			reads[k] = read{view: w.viewFor(name), versions: slices.Clone(w.version), others: w.peersOf(name)}
 		}
 		if cfg.Racing {
@@ -269,12 +288,32 @@ func Run(cfg Config) (*Result, error) {
 			if cfg.Observe != nil {
 				before = slices.Clone(rd.view)
 			}
-			truth, cordons := slices.Clone(w.nodes), w.cordons()
+			var truth []planner.Node
+			var cordons map[string]string
+			if cfg.Observe != nil {
+				truth, cordons = slices.Clone(w.nodes), w.cordons()
+			}
 			r := plan(planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others}, w.now)
+			if rd.versions == nil {
+				// Nothing has written since the read: the versions now are
+				// those the pass read.
+				rd.sparse = make(map[int]int, len(r.Transitions))
+				for _, t := range r.Transitions {
+					if i, ok := w.index[t.Node]; ok {
+						rd.sparse[i] = w.version[i]
+					}
+				}
+			}
+			readVersion := func(i int) int {
+				if rd.versions != nil {
+					return rd.versions[i]
+				}
+				return rd.sparse[i]
+			}
 			applied, refused := r.Transitions[:0:0], 0
 			for _, t := range r.Transitions {
 				i := w.index[t.Node]
-				if !cfg.Unlocked && w.version[i] != rd.versions[i] {
+				if !cfg.Unlocked && w.version[i] != readVersion(i) {
 					// A conflict ends the pass; the next one re-plans.
 					refused = len(r.Transitions) - len(applied)
 					break
@@ -285,6 +324,9 @@ func Run(cfg Config) (*Result, error) {
 						who = ro.ro.Name + "/" + t.Node
 					}
 					w.lines = append(w.lines, Line{At: w.now, Who: who, Text: string(t.From) + " → " + string(t.To) + ": " + t.Reason})
+				}
+				if t.From == v1alpha1.NodePending && planner.InFlight(t.To) {
+					w.started[i] = true // it has work to do (see Result.Work)
 				}
 				w.actuate(ro, t)
 				tl.move(t, w.now)
@@ -394,6 +436,7 @@ func newWorld(cfg Config) *World {
 	slices.SortFunc(w.nodes, func(a, b planner.Node) int { return strings.Compare(a.Name, b.Name) })
 	w.index = make(map[string]int, len(w.nodes))
 	w.fates = make([]fate, len(w.nodes))
+	w.started = make([]bool, len(w.nodes))
 	w.gen = make([]int, len(w.nodes))
 	w.version = make([]int, len(w.nodes))
 	w.holder = make([]string, len(w.nodes))
@@ -424,6 +467,7 @@ func newWorld(cfg Config) *World {
 		w.fates[i] = f
 		w.scheduleNoise(i)
 	}
+	w.op = newOperatorModel(w)
 	return w
 }
 
@@ -490,6 +534,9 @@ func finish(res *Result, w *World, tl *timeline) *Result {
 	res.Timeline = tl.close(res.End)
 	soak := w.rollouts[0].soak
 	for i, n := range w.nodes {
+		if !w.started[i] {
+			continue
+		}
 		f := w.fates[i]
 		res.Work[n.Name] = f.drain + f.install + f.report + soak
 	}

@@ -40,6 +40,8 @@ type World struct {
 	nodes []planner.Node
 	index map[string]int
 	fates []fate
+	// started marks the nodes a rollout started (moved out of Pending).
+	started []bool
 	// gen counts a node's driver changes, so that the effects of an
 	// install overtaken by a rollback or an abort are dropped.
 	gen []int
@@ -61,6 +63,9 @@ type World struct {
 	rec   bool
 	// observe is Config.Observe.
 	observe func(Step)
+	// op plays the GPU Operator's upgrade controller when the first
+	// rollout has the gpu-operator actuator (operator.go); nil otherwise.
+	op *operatorModel
 }
 
 // simRollout is one rollout of the world.
@@ -187,6 +192,20 @@ func (w *World) viewFor(r string) []planner.Node {
 	return view
 }
 
+// planView is viewFor for a pass that plans and writes before anything
+// else changes: the world's own nodes when viewFor would change none of
+// them (one rollout, or nodes that are all its own or nobody's), else
+// viewFor's copy. The planner only reads its snapshot.
+func (w *World) planView(r string) []planner.Node {
+	for i := range w.nodes {
+		n := &w.nodes[i]
+		if n.Owner != r && (n.Owner != "" || n.Phase != "" || !n.Since.IsZero() || n.Failed) {
+			return w.viewFor(r)
+		}
+	}
+	return w.nodes
+}
+
 // peersOf are the live rollouts other than r, for r's snapshot.
 func (w *World) peersOf(r string) []planner.Peer {
 	var out []planner.Peer
@@ -293,6 +312,10 @@ func (w *World) after(d time.Duration, fn func()) {
 // actuate performs a transition of rollout r the way the controller and
 // the node agent would, and schedules its consequences.
 func (w *World) actuate(r *simRollout, t planner.Transition) {
+	if w.op != nil && w.op.r == r {
+		w.actuateOperator(r, t)
+		return
+	}
 	i := w.index[t.Node]
 	n := &w.nodes[i]
 	wasCordoned := n.Unschedulable
