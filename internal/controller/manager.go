@@ -120,12 +120,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		// The controller acts on nodes: when it loses the lease it stops
 		// at once rather than act beside a new leader.
 		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only Events about nodes are health signals; caching the
-			// cluster's every Event would cost memory for nothing.
-			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "Node")},
-		}},
-		Controller: ctrlConfig(o.SkipNameValidation),
+		Cache:                         cacheOptions(sel),
+		Controller:                    ctrlConfig(o.SkipNameValidation),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new manager: %w", err)
@@ -182,4 +178,73 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 
 func ctrlConfig(skipNameValidation bool) ctrlconfig.Controller {
 	return ctrlconfig.Controller{SkipNameValidation: &skipNameValidation}
+}
+
+// cacheOptions limit the manager's informer cache to what the controller
+// reads, so its memory follows the node count and nothing else:
+//
+//   - Pods: only the driver pods (driverPods, by label), trimmed to what
+//     driverState reads. The other pods of a cluster (most of its objects)
+//     are read from the API server only for a node being drained (see
+//     drainPods).
+//   - Nodes: every node (a rollout's selector may pick any), without the
+//     container image list and the volume lists kubelets report (half of a
+//     real node object) and without managed fields. Labels, annotations,
+//     the spec (cordon, taints) and the conditions stay: the controller
+//     writes nodes with merge patches computed from the cached copy, and a
+//     field it patches must be there for the patch to be right.
+//   - Events: only those about nodes (health signals).
+//   - Managed fields are dropped from everything: nothing reads them.
+func cacheOptions(driverPods labels.Selector) cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:   {Label: driverPods, Transform: trimDriverPod},
+			&corev1.Node{}:  {Transform: trimNode},
+			&corev1.Event{}: {Field: fields.OneTermEqualSelector("involvedObject.kind", "Node"), Transform: cache.TransformStripManagedFields()},
+		},
+	}
+}
+
+// trimNode drops what the controller never reads from a cached node.
+func trimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.ManagedFields = nil
+		n.Status.Images = nil
+		n.Status.VolumesInUse = nil
+		n.Status.VolumesAttached = nil
+	}
+	return obj, nil
+}
+
+// trimDriverPod keeps of a driver pod what driverState and the pod index
+// read: its metadata, the node it runs on, its node selector (the driver
+// version of its DaemonSet), its containers' names and images (the version
+// an image tag names) and its status. Volumes, environment, probes and the
+// rest of the spec go. The controller never writes pods (evictions name
+// them only), so no write is computed from the trimmed copy.
+func trimDriverPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	p.Spec = corev1.PodSpec{
+		NodeName:       p.Spec.NodeName,
+		NodeSelector:   p.Spec.NodeSelector,
+		Containers:     nameAndImage(p.Spec.Containers),
+		InitContainers: nameAndImage(p.Spec.InitContainers),
+	}
+	return p, nil
+}
+
+func nameAndImage(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	return out
 }

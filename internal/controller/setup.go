@@ -19,7 +19,9 @@ import (
 
 // SetupWithManager registers the cache indexes the reconciler reads by and
 // the controller with its watches: DriverRollouts, and everything that can
-// move a node forward (the node, the pods on it, Events about it).
+// move a node forward (the node, its driver pod, Events about it). The
+// cache holds only driver pods (see cacheOptions), so the other pods of a
+// node being drained are read by drainPods, not watched.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, name string) error {
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {

@@ -27,9 +27,14 @@ const (
 // observation is one pass's view of the cluster: the planner's snapshot and
 // what the actuator needs besides (the node objects, the pods to evict).
 type observation struct {
-	snap  planner.Snapshot
+	snap planner.Snapshot
+	// nodes are the cache's own objects, not copies (a pass over 5,000
+	// nodes spent most of its time copying them): read them, and
+	// DeepCopy one before changing it, as transitionNode and releaseNode
+	// do.
 	nodes map[string]*corev1.Node
-	// evict are, per node being drained, the pods still to evict.
+	// evict are, per node being drained whose pods this pass read, the
+	// pods still to evict.
 	evict map[string][]corev1.Pod
 	// orphans are nodes naming a rollout that no longer exists.
 	orphans []*corev1.Node
@@ -38,7 +43,7 @@ type observation struct {
 // observe builds the planner's snapshot of ro's cluster at now.
 func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, now time.Time) (*observation, error) {
 	var list corev1.NodeList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	peers, err := r.peers(ctx, ro, list.Items)
@@ -56,6 +61,8 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		// nodes anyway so it can.
 		sel = labels.Nothing()
 	}
+	var work []int
+	var draining []string
 	for i := range list.Items {
 		node := &list.Items[i]
 		obs.nodes[node.Name] = node
@@ -67,11 +74,24 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 			obs.orphans = append(obs.orphans, node)
 		}
 		if sel.Matches(labels.Set(node.Labels)) {
-			if err := r.observeWork(ctx, ro, node, &n, obs, now); err != nil {
-				return nil, err
+			work = append(work, len(obs.snap.Nodes))
+			if n.Phase == v1alpha1.NodeDraining {
+				draining = append(draining, node.Name)
 			}
 		}
 		obs.snap.Nodes = append(obs.snap.Nodes, n)
+	}
+	// The pods of draining nodes come from the API server: read them all
+	// at once rather than one node after the other.
+	read, err := r.readDrains(ctx, draining, now)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range work {
+		n := &obs.snap.Nodes[i]
+		if err := r.observeWork(ctx, ro, obs.nodes[n.Name], n, obs, read, now); err != nil {
+			return nil, err
+		}
 	}
 	return obs, nil
 }
@@ -79,22 +99,30 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 // observeWork fills in what a node's phase waits for: pods to drain, the
 // driver pod, the reported version, health signals. Nodes not being worked
 // on need none of it, which keeps a pass over a big idle fleet cheap.
-func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout, node *corev1.Node, n *planner.Node, obs *observation, now time.Time) error {
+// read holds the pods of the draining nodes read in this pass.
+func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout, node *corev1.Node, n *planner.Node, obs *observation, read map[string][]corev1.Pod, now time.Time) error {
 	n.DriverVersion = node.Labels[LabelDriverVersion]
 	phase := n.Phase
 	if phase == "" || phase == v1alpha1.NodePending || phase == v1alpha1.NodeDone ||
 		phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeQuarantined {
 		return nil
 	}
+	if phase == v1alpha1.NodeDraining {
+		// A node whose pods were read less than DrainRetry ago stays
+		// undrained until the next read (drainPods).
+		if left, ok := read[node.Name]; ok {
+			n.Drained = len(left) == 0
+			obs.evict[node.Name] = left
+		}
+		return nil
+	}
+	// The cache holds the driver pods (and only those), by node; they are
+	// only read here.
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.MatchingFields{indexPodNode: node.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{indexPodNode: node.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list pods on node %s: %w", node.Name, err)
 	}
 	switch phase {
-	case v1alpha1.NodeDraining:
-		left := podsToDrain(pods.Items)
-		n.Drained = len(left) == 0
-		obs.evict[node.Name] = left
 	case v1alpha1.NodeInstalling, v1alpha1.NodeValidating:
 		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
 	case v1alpha1.NodeRollingBack:

@@ -9,11 +9,14 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
+
+// DefaultConcurrency is how many clusters Run checks at once when Options
+// leave it unset. Past it the gate gained nothing on the benchmark's 500
+// clusters (the API servers answering were the limit), while each cluster
+// in flight holds a connection and its node list in memory.
+const DefaultConcurrency = 32
 
 // Options say which clusters to check and how.
 type Options struct {
@@ -24,27 +27,53 @@ type Options struct {
 	// Kubeconfig is an explicit kubeconfig file; empty uses the standard
 	// loading rules ($KUBECONFIG, ~/.kube/config).
 	Kubeconfig string
-	// Timeout bounds the checks of each cluster.
+	// Timeout bounds the checks of each cluster, from when its check
+	// starts (a cluster waiting for a free slot is not timed yet).
 	Timeout time.Duration
+	// Concurrency is the most clusters checked at once;
+	// DefaultConcurrency when zero or less.
+	Concurrency int
+	// Checked, when set, is told each cluster whose checks are done (from
+	// the checking goroutines, so it must be safe for concurrent use): a
+	// terminal shows how far a wave of many clusters has got.
+	Checked func(cluster string)
 	// Now is the clock (for the report's duration).
 	Now func() time.Time
 }
 
-// Run checks every cluster concurrently, each within Timeout, and returns
-// the report. It never writes to a cluster.
+// Run checks the clusters, at most Concurrency at once, each within
+// Timeout, and returns the report. It never writes to a cluster.
 func Run(ctx context.Context, opts Options) *Report {
 	start := opts.Now()
 	rep := &Report{Revision: opts.Revision, Clusters: slices.Clone(opts.Clusters)}
 	results := make([][]Check, len(opts.Clusters))
-	var wg sync.WaitGroup
-	for i, name := range opts.Clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = checkCluster(ctx, opts, name)
-		}()
+	kc, err := LoadKubeconfig(opts.Kubeconfig)
+	if err != nil {
+		for i, name := range opts.Clusters {
+			results[i] = unknown(opts, name, err.Error())
+		}
+	} else {
+		slots := opts.Concurrency
+		if slots <= 0 {
+			slots = DefaultConcurrency
+		}
+		// The loop blocks for a free slot before it starts a goroutine, so
+		// a fleet of any size has at most slots checks (and goroutines) in
+		// flight.
+		sem := make(chan struct{}, slots)
+		var wg sync.WaitGroup
+		for i, name := range opts.Clusters {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				results[i] = checkCluster(ctx, opts, kc, name)
+				if opts.Checked != nil {
+					opts.Checked(name)
+				}
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	for _, r := range results {
 		rep.Checks = append(rep.Checks, r...)
 	}
@@ -52,18 +81,20 @@ func Run(ctx context.Context, opts Options) *Report {
 	return rep
 }
 
+// unknown is the one check of a cluster that could not be read.
+func unknown(opts Options, name, msg string) []Check {
+	cluster := opts.Fleet.Clusters[name]
+	return []Check{{Cluster: name, Name: "connect", Status: Unknown, Expected: "reachable through context " + cluster.Context, Observed: "not checked", Message: msg}}
+}
+
 // checkCluster connects through the cluster's kubeconfig context and
 // evaluates it; any failure to connect or read is one Unknown check.
-func checkCluster(ctx context.Context, opts Options, name string) []Check {
+func checkCluster(ctx context.Context, opts Options, kc *Kubeconfig, name string) []Check {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	cluster := opts.Fleet.Clusters[name]
-	unknown := func(msg string) []Check {
-		return []Check{{Cluster: name, Name: "connect", Status: Unknown, Expected: "reachable through context " + cluster.Context, Observed: "not checked", Message: msg}}
-	}
-	c, err := ClientFor(opts.Kubeconfig, cluster.Context)
+	c, err := kc.Client(opts.Fleet.Clusters[name].Context)
 	if err != nil {
-		return unknown(err.Error())
+		return unknown(opts, name, err.Error())
 	}
 	e := Expect(opts.Fleet, name, opts.Revision)
 	type result struct {
@@ -79,37 +110,14 @@ func checkCluster(ctx context.Context, opts Options, name string) []Check {
 	case r := <-done:
 		if r.err != nil {
 			if ctx.Err() != nil {
-				return unknown(fmt.Sprintf("timed out after %s: %v", opts.Timeout, r.err))
+				return unknown(opts, name, fmt.Sprintf("timed out after %s: %v", opts.Timeout, r.err))
 			}
-			return unknown(r.err.Error())
+			return unknown(opts, name, r.err.Error())
 		}
 		return Evaluate(e, r.o)
 	case <-ctx.Done():
-		return unknown(fmt.Sprintf("timed out after %s", opts.Timeout))
+		return unknown(opts, name, fmt.Sprintf("timed out after %s", opts.Timeout))
 	}
-}
-
-// ClientFor builds a read client for a kubeconfig context, with the
-// gate's scheme. A context the kubeconfig lacks is an error, never a
-// fallback to the current context.
-func ClientFor(kubeconfig, context string) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	if _, ok := raw.Contexts[context]; !ok {
-		return nil, fmt.Errorf("context %q is not in the kubeconfig", context)
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("context %q: %w", context, err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	return client.New(cfg, client.Options{Scheme: Scheme()})
 }
 
 // HeadRevision is the commit the fleet repository holding dir is at.

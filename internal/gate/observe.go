@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,14 +22,6 @@ var (
 	gvkClusterPolicy = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicyList"}
 	gvkNVIDIADriver  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
 )
-
-// Scheme holds the typed kinds the gate reads; the rest it reads unstructured.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = corev1.AddToScheme(s)
-	_ = v1alpha1.AddToScheme(s)
-	return s
-}
 
 // errUnreadable marks a read that failed for another reason than absence:
 // the gate cannot judge, so the check is Unknown rather than Fail.
