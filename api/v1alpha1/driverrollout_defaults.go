@@ -44,6 +44,9 @@ const (
 	// node may take to report the new version through GPU Feature
 	// Discovery.
 	DefaultValidateTimeout = 10 * time.Minute
+	// DefaultActuator is spec.actuator unset: gpufleet moves the nodes
+	// itself, the one path with per-node rollback.
+	DefaultActuator = ActuatorGPUFleet
 	// MaxStepDuration bounds the soak and every timeout (the CRD's rules
 	// say 168h): a week.
 	MaxStepDuration = 168 * time.Hour

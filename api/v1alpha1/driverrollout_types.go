@@ -156,6 +156,15 @@ type DriverRolloutSpec struct {
 	// +optional
 	Quarantine QuarantineSpec `json:"quarantine,omitzero"`
 
+	// Actuator says who moves the nodes: gpufleet itself (cordon, drain,
+	// flip the driver label, roll a failed node back), or the GPU
+	// Operator's own upgrade controller, gated node by node by gpufleet
+	// through the operator's skip label (see ActuatorGPUOperator for what
+	// that path cannot do). Unset, it is DefaultActuator.
+	// +kubebuilder:default=gpufleet
+	// +optional
+	Actuator Actuator `json:"actuator,omitempty"`
+
 	// OutOfService selects nodes that count as out for other reasons, e.g.
 	// a remediation label; they count against maxUnavailable and are not
 	// started while they match.

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/controller"
 )
 
@@ -48,7 +49,7 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 0, "how long the leader retries renewing before it stops acting (default 10s)")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 0, "how often replicas try to take or renew the lease (default 2s)")
 	fs.StringVar(&o.DriverPodSelector, "driver-pod-selector", controller.DefaultDriverPodSelector, "label selector of the GPU Operator's driver pods")
-	fs.DurationVar(&o.DrainRetry, "drain-retry", 0, "how soon a drain blocked by a PodDisruptionBudget is retried (default 5s)")
+	fs.DurationVar(&o.DrainRetry, "drain-retry", 0, "how soon a drain that still has pods (one a PodDisruptionBudget protects, say) is retried; also the most often a draining node's pods are listed (default 5s)")
 	fs.DurationVar(&o.HealthPoll, "health-poll", 0, "how often a soaking node's Prometheus query runs (default 30s)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
 	var qps float64
@@ -57,6 +58,7 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	fs.IntVar(&burst, "kube-api-burst", defaultBurst, "requests allowed in a burst above --kube-api-qps")
 	zo := zap.Options{}
 	zo.BindFlags(fs)
+	fs.Usage = func() { usage(fs, stderr) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -111,4 +113,31 @@ func restConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	return cfg, nil
+}
+
+// usage is -h: what the controller does, with each actuator, then the flags.
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, `Usage: %s [flags]
+
+Rolls each DriverRollout's GPU driver across the cluster's nodes: canary first
+and alone, then, once spec.approval names the rollout, the other nodes within
+parallelNodes and maxUnavailable, inside maintenance windows and outside
+freezes, stopping when the failure budget is spent; every node soaks on the new
+driver, watched for XID/ECC signals. spec.actuator says who moves the nodes:
+
+  gpufleet      this controller cordons, drains, flips the node's
+                gpufleet.io/driver label to the new driver's NVIDIADriver, and
+                rolls a failed node back by itself (quarantining it when the
+                rollback fails too).
+  gpu-operator  the GPU Operator's own upgrade controller moves them (render
+                turns its upgrade policy on and changes the pool's one
+                NVIDIADriver in place); this controller holds every selected
+                node with the operator's %s=true label and
+                releases them one by one under the same policy. What it cannot do:
+`, fs.Name(), v1alpha1.LabelOperatorUpgradeSkip)
+	for _, l := range v1alpha1.OperatorActuatorLimits {
+		fmt.Fprintf(w, "                  - %s\n", l)
+	}
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.PrintDefaults()
 }

@@ -70,7 +70,11 @@ func ReleaseSpecs(f *fleet.Fleet, files []render.ReleaseFile) ([]ReleaseSpec, er
 		rel := f.Releases[name]
 		spec := ReleaseSpec{Name: name, Objects: byRelease[name]}
 		if rel.GPUOperator != "" {
-			spec.Charts = append(spec.Charts, ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: render.GPUOperatorValues(rel)})
+			// Once per distinct values the clusters install it with (their
+			// actuator sets the operator's upgrade policy).
+			for _, v := range render.GPUOperatorValueSets(f, rel) {
+				spec.Charts = append(spec.Charts, ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: v})
+			}
 		}
 		if rel.NetworkOperator != "" {
 			spec.Charts = append(spec.Charts, ChartSpec{Name: "network-operator", Version: rel.NetworkOperator, Values: render.NetworkOperatorValues(rel)})

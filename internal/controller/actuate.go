@@ -58,6 +58,7 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 	if t.Driver != "" {
 		n.Labels[LabelDriver] = t.Driver
 	}
+	operatorMarks(n, t)
 	if t.Quarantine {
 		for k, v := range quarantineLabels(&ro.Spec.Quarantine) {
 			n.Labels[k] = v

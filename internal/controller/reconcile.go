@@ -86,6 +86,8 @@ type Reconciler struct {
 	// expect holds this controller's node writes the cache may not show
 	// yet (see expectations).
 	expect expectations
+	// drainReads paces the reads of draining nodes' pods (see drainPods).
+	drainReads drainReads
 }
 
 func (r *Reconciler) now() time.Time {
@@ -234,7 +236,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		phase := phaseAfter(n, res.Transitions)
 		switch phase {
 		case v1alpha1.NodeDraining:
-			d, err := r.drain(ctx, n.Name)
+			d, err := r.drain(ctx, n.Name, obs)
 			if err != nil {
 				return ctrl.Result{}, err
 			}

@@ -37,6 +37,7 @@ type rawPolicySettings struct {
 	Windows           []rawWindow `toml:"windows"`
 	Freezes           []rawFreeze `toml:"freezes"`
 	Health            *rawHealth  `toml:"health"`
+	Actuator          *string     `toml:"actuator"`
 }
 
 type rawWindow struct {
@@ -79,6 +80,7 @@ func DefaultPolicy() Policy {
 		DrainTimeout:    v1alpha1.DefaultDrainTimeout,
 		InstallTimeout:  v1alpha1.DefaultInstallTimeout,
 		ValidateTimeout: v1alpha1.DefaultValidateTimeout,
+		Actuator:        v1alpha1.DefaultActuator,
 		Health: Health{
 			NodeConditions: []string{"GpuXidError", "GpuEccError"},
 			EventReasons:   []string{"XidError", "EccError"},
@@ -224,6 +226,14 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 			bad("max-unavailable", "%v", err)
 		} else {
 			p.MaxUnavailable = a
+		}
+	}
+	if s.Actuator != nil {
+		switch a := v1alpha1.Actuator(*s.Actuator); a {
+		case v1alpha1.ActuatorGPUFleet, v1alpha1.ActuatorGPUOperator:
+			p.Actuator = a
+		default:
+			bad("actuator", "%q is not an actuator: use %q (gpufleet cordons, drains and rolls back each node) or %q (the GPU Operator's upgrade controller, gated node by node)", *s.Actuator, v1alpha1.ActuatorGPUFleet, v1alpha1.ActuatorGPUOperator)
 		}
 	}
 	setDuration(&p.Soak, s.Soak, "soak")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // TestPolicyForIsResolvedOnce: Parse resolves each cluster's policy once,
@@ -48,5 +50,41 @@ func TestPolicyDurationsWithinTheAPIBounds(t *testing.T) {
 	}
 	if _, err := Parse("fleet.toml", []byte(strings.Replace(base, "[policy]\n", "[policy]\nsoak = \"168h\"\n", 1))); err != nil {
 		t.Errorf("soak = 168h, the API's bound: %v", err)
+	}
+}
+
+// TestPolicyActuator: the actuator defaults to the API's default, is
+// overridden per environment and then per cluster like every other setting,
+// and a value the CRD's enum would refuse is refused here at its key.
+func TestPolicyActuator(t *testing.T) {
+	base := mustRead(t, "testdata/minimal.toml")
+	f, err := Parse("fleet.toml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.ClusterNames() {
+		if got := f.PolicyFor(c).Actuator; got != v1alpha1.DefaultActuator {
+			t.Errorf("cluster %s: actuator %q unset, want the API's default %q", c, got, v1alpha1.DefaultActuator)
+		}
+	}
+	c := f.ClusterNames()[0]
+	env := f.Clusters[c].Environment
+	edited := strings.Replace(base, "[policy]\n", "[policy]\nactuator = \"gpu-operator\"\n", 1) +
+		"\n[policy.environments." + env + "]\nactuator = \"gpufleet\"\n" +
+		"\n[policy.clusters." + c + "]\nactuator = \"gpu-operator\"\n"
+	f, err = Parse("fleet.toml", []byte(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.PolicyFor(c).Actuator; got != v1alpha1.ActuatorGPUOperator {
+		t.Errorf("cluster override: actuator %q, want %q", got, v1alpha1.ActuatorGPUOperator)
+	}
+	bad := strings.Replace(base, "[policy]\n", "[policy]\nactuator = \"operator\"\n", 1)
+	_, err = Parse("fleet.toml", []byte(bad))
+	if err == nil || !strings.Contains(err.Error(), "policy.actuator") || !strings.Contains(err.Error(), `"operator" is not an actuator`) {
+		t.Errorf("actuator = \"operator\": got %v, want a problem at policy.actuator", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), "fleet.toml:") {
+		t.Errorf("the problem names no file and line: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
 package fleet
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
 
 // DefaultChartRepository is where the NVIDIA GPU Operator and Network
 // Operator charts come from unless [charts] says otherwise.
@@ -29,6 +33,9 @@ type Fleet struct {
 	Source []byte
 	// positions maps a key path such as "waves[1].canary" to where it is.
 	positions positionIndex
+	// clusterNames are the cluster names, sorted, as Parse found them (see
+	// ClusterNames).
+	clusterNames []string
 }
 
 // Charts says where the operator charts come from.
@@ -158,6 +165,8 @@ type Policy struct {
 	// Freezes are periods when nothing may start, windows or not.
 	Freezes []Freeze
 	Health  Health
+	// Actuator is who moves the nodes (see v1alpha1.Actuator).
+	Actuator v1alpha1.Actuator
 }
 
 // Amount is a node count or a percentage of the nodes.

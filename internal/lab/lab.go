@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/internal/controller"
@@ -66,6 +68,12 @@ type Options struct {
 	// GitUser names the fleet repository's committer ("gpufleet <user>",
 	// <user>@gpufleet.invalid); "lab" when empty.
 	GitUser string
+	// NoController leaves gpufleet-controller out: the GPU Operator's own
+	// upgrade controller alone moves the nodes (a measurement of it).
+	NoController bool
+	// ControllerTransport, when set, wraps the controller's transport to
+	// the API server, e.g. to count its requests.
+	ControllerTransport func(http.RoundTripper) http.RoundTripper
 	// OnError, when set, is told of failures of what runs in the
 	// background (the GPU Operator, a controller) while the world is up.
 	OnError func(error)
@@ -189,7 +197,14 @@ func (w *World) startCluster(ctx context.Context, name string, o Options, report
 			report(fmt.Errorf("cluster %s: %w", name, err))
 		}
 	})
-	mgr, err := controller.NewManager(w.bg, c.Config, controller.Options{
+	if o.NoController {
+		return nil
+	}
+	cfg := rest.CopyConfig(c.Config)
+	if o.ControllerTransport != nil {
+		cfg.Wrap(o.ControllerTransport)
+	}
+	mgr, err := controller.NewManager(w.bg, cfg, controller.Options{
 		MetricsAddr: "0", ProbeAddr: "0", DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
 		SkipNameValidation: true,
 	})

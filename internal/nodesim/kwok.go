@@ -164,7 +164,7 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 		}
 		return nil
 	case crashLooping(p):
-		return nil
+		return s.keepCrashing(ctx, p, now)
 	case p.Status.StartTime == nil && loaded == version:
 		s.opts.Logf("nodesim: node %s: driver %s already loaded: pod %s Ready", n.Name, version, p.Name)
 		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodRunning(now)))
@@ -250,6 +250,35 @@ func (s *Sim) setPodStatus(ctx context.Context, p *corev1.Pod, st corev1.PodStat
 	cp.Status = st
 	if err := s.c.Status().Update(ctx, cp); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("driver pod %s: update status: %w", p.Name, err)
+	}
+	return nil
+}
+
+// crashRestarts is how many restarts a crash-looping driver pod reaches:
+// past the GPU Operator's upgrade controller's limit (it fails a node
+// whose driver pod restarted more than ten times), then no more writes.
+const crashRestarts = 12
+
+// keepCrashing plays the kubelet restarting a crash-looping driver
+// container: one more restart every install time (the kubelet's back-off,
+// compressed like the install itself), up to crashRestarts.
+func (s *Sim) keepCrashing(ctx context.Context, p *corev1.Pod, now time.Time) error {
+	st := p.Status.DeepCopy()
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		if cs.Name != driverContainer || cs.RestartCount >= crashRestarts {
+			continue
+		}
+		last := cs.LastTerminationState.Terminated
+		if last != nil && now.Sub(last.FinishedAt.Time) < s.opts.InstallTime {
+			return nil
+		}
+		cs.RestartCount++
+		t := metav1.NewTime(now)
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: "could not load the NVIDIA kernel module (simulated)", StartedAt: t, FinishedAt: t,
+		}}
+		return s.setPodStatus(ctx, p, *st)
 	}
 	return nil
 }

@@ -35,8 +35,15 @@ func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 		labels, provider = kwokNodeLabels(p, name, p.Driver), "kwok://"
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       corev1.NodeSpec{ProviderID: provider + name},
+		// A kubelet registers its node with this annotation; a node with
+		// none at all is one no real cluster has, and the GPU Operator
+		// v25.3.4 panics on it (controllers/state_manager.go
+		// applyDriverAutoUpgradeAnnotation writes into the node's nil
+		// annotation map once its upgrade policy is on).
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{
+			"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+		}},
+		Spec: corev1.NodeSpec{ProviderID: provider + name},
 	}
 	if err := s.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", name, err)

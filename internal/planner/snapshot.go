@@ -146,6 +146,20 @@ type Transition struct {
 	Driver string
 	// Quarantine the node: the spec's quarantine label and taint.
 	Quarantine bool
+
+	// The gpu-operator actuator's (see operator.go). Hold sets the GPU
+	// Operator's skip label on the node (v1alpha1.LabelOperatorUpgradeSkip
+	// = "true"), so the operator leaves it at upgrade-required; Release
+	// removes it, handing the node to the operator's upgrade controller.
+	Hold, Release bool
+	// KeepCordon writes the operator's record that the node was cordoned
+	// when its upgrade began
+	// (v1alpha1.AnnotationOperatorInitialUnschedulable), so the operator
+	// ends it upgrade-done without uncordoning it. Set on a release of a
+	// cordoned node: the operator itself records it only when it first
+	// marks the node upgrade-required, and a cordon put on later would be
+	// lifted.
+	KeepCordon bool
 }
 
 // Result is what one planning pass decided.

@@ -57,8 +57,13 @@ func TargetFor(f *fleet.Fleet, cluster string) (Target, error) {
 		return Target{}, err
 	}
 	t := Target{Release: f.ReleaseFor(cluster), DriverRollout: dr}
+	operator := f.PolicyFor(cluster).Actuator == v1alpha1.ActuatorGPUOperator
 	for _, p := range f.Clusters[cluster].Pools {
-		t.NVIDIADrivers = append(t.NVIDIADrivers, NVIDIADriverName(p.Name, t.Release.Driver))
+		name := NVIDIADriverName(p.Name, t.Release.Driver)
+		if operator {
+			name = OperatorNVIDIADriverName(p.Name)
+		}
+		t.NVIDIADrivers = append(t.NVIDIADrivers, name)
 	}
 	return t, nil
 }

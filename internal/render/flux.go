@@ -230,7 +230,7 @@ const (
 
 func operators(p clusterPlan) []operator {
 	return []operator{
-		{chart: "gpu-operator", namespace: GPUOperatorNamespace, version: p.release.GPUOperator, values: gpuOperatorValues(p.release, usesMIG(p.cluster))},
+		{chart: "gpu-operator", namespace: GPUOperatorNamespace, version: p.release.GPUOperator, values: gpuOperatorValues(p.release, usesMIG(p.cluster), &p.policy)},
 		{chart: "network-operator", namespace: NetworkOperatorNamespace, version: p.release.NetworkOperator, values: NetworkOperatorValues(p.release)},
 	}
 }

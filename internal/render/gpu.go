@@ -31,9 +31,12 @@ const (
 // pool and driver version, rendered in the config step) and the operator's
 // own automatic driver upgrade is off, so it never fights gpufleet's
 // controller over a node.
-func GPUOperatorValues(rel *fleet.Release) map[string]any { return gpuOperatorValues(rel, false) }
+//
+// With the gpu-operator actuator the operator's upgrade policy is on
+// instead (see upgradePolicy and GPUOperatorValuesFor).
+func GPUOperatorValues(rel *fleet.Release) map[string]any { return gpuOperatorValues(rel, false, nil) }
 
-func gpuOperatorValues(_ *fleet.Release, mig bool) map[string]any {
+func gpuOperatorValues(_ *fleet.Release, mig bool, pol *fleet.Policy) map[string]any {
 	v := map[string]any{
 		"driver": map[string]any{
 			"enabled": true,
@@ -41,7 +44,7 @@ func gpuOperatorValues(_ *fleet.Release, mig bool) map[string]any {
 				"enabled":         true,
 				"deployDefaultCR": false,
 			},
-			"upgradePolicy": map[string]any{"autoUpgrade": false},
+			"upgradePolicy": upgradePolicy(pol, true),
 		},
 	}
 	if mig {
@@ -72,7 +75,23 @@ func usesMIG(c *fleet.Cluster) bool {
 // version. While a rollout is under way on the cluster both the previous
 // and the new driver are declared, and the controller moves nodes between
 // them by their gpufleet.io/driver label.
+//
+// With the gpu-operator actuator there is one NVIDIADriver per pool, at the
+// driver of the release the cluster's operators run (the stable one again
+// once an abort reached the cluster: reverting the pool is this path's
+// rollback), and no node label selects between versions.
 func configObjects(p clusterPlan) ([]object, error) {
+	if operatorActuated(p) {
+		var objs []object
+		for _, pool := range p.cluster.Pools {
+			d, err := nvidiaDriver(p, pool, p.release)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, object{file: "nvidiadriver-" + OperatorNVIDIADriverName(pool.Name) + ".yaml", obj: d})
+		}
+		return objs, nil
+	}
 	drivers := []*fleet.Release{p.rollout}
 	if p.rollbackTo.Driver != p.rollout.Driver {
 		drivers = append(drivers, p.rollbackTo)
@@ -99,16 +118,17 @@ func configObjects(p clusterPlan) ([]object, error) {
 var nvidiaDriverFields = []struct {
 	since semver.Version
 	field string
-	value func() any
+	value func(p clusterPlan) any
 }{
 	// kernelModuleType replaced useOpenKernelModules in v25.3.
-	{semver.MustParse("25.3.0"), "kernelModuleType", func() any { return "auto" }},
+	{semver.MustParse("25.3.0"), "kernelModuleType", func(clusterPlan) any { return "auto" }},
 	// From v26.7 an NVIDIADriver upgrades its nodes by itself unless told
-	// not to (ClusterPolicy's default is the opposite).
-	{semver.MustParse("26.7.0"), "upgradePolicy", func() any { return map[string]any{"autoUpgrade": false} }},
+	// not to (ClusterPolicy's default is the opposite), and the
+	// gpu-operator actuator's policy goes here as well as on ClusterPolicy.
+	{semver.MustParse("26.7.0"), "upgradePolicy", func(p clusterPlan) any { return upgradePolicy(&p.policy, false) }},
 	// v26.7 requires default (false by default). gpufleet's NVIDIADrivers
 	// select nodes, and a default one must not have a nodeSelector.
-	{semver.MustParse("26.7.0"), "default", func() any { return false }},
+	{semver.MustParse("26.7.0"), "default", func(clusterPlan) any { return false }},
 }
 
 // NVIDIADriverName names the NVIDIADriver of a pool at a driver version
@@ -141,6 +161,14 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[stri
 		LabelGPUProduct: pool.Product,
 		LabelDriver:     driver,
 	}
+	name := NVIDIADriverName(pool.Name, driver)
+	var tolerations []any
+	if operatorActuated(p) {
+		// One NVIDIADriver per pool, changed in place: no label flip.
+		delete(selector, LabelDriver)
+		name = OperatorNVIDIADriverName(pool.Name)
+		tolerations = operatorTolerations()
+	}
 	if sharesProduct(p.cluster, pool) {
 		selector[LabelPool] = pool.Name
 	}
@@ -155,13 +183,17 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[stri
 		// Every NVIDIADriver CRD version gpufleet supports (v24.6 on) has it.
 		spec["usePrecompiled"] = true
 	}
+	if tolerations != nil {
+		// Every NVIDIADriver CRD version (v24.6 on) has it too.
+		spec["tolerations"] = tolerations
+	}
 	for _, v := range nvidiaDriverFields {
 		if opVersion.GE(v.since) {
-			spec[v.field] = v.value()
+			spec[v.field] = v.value(p)
 		}
 	}
 	meta := map[string]any{
-		"name":   NVIDIADriverName(pool.Name, driver),
+		"name":   name,
 		"labels": anyMap(baseLabels(p)),
 	}
 	if pool.MIG != "" {
@@ -193,3 +225,22 @@ func anyMap(m map[string]string) map[string]any {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// OperatorField is a field render writes on an NVIDIADriver only from a
+// GPU Operator version on: what this build knows of the operator's
+// versions (gpufleet version lists them).
+type OperatorField struct {
+	Field string `json:"field"`
+	Since string `json:"since"`
+}
+
+// NVIDIADriverFieldsByVersion lists the version-dependent NVIDIADriver
+// fields render writes, oldest first, read from the same table nvidiaDriver
+// uses so the two cannot disagree.
+func NVIDIADriverFieldsByVersion() []OperatorField {
+	out := make([]OperatorField, 0, len(nvidiaDriverFields))
+	for _, f := range nvidiaDriverFields {
+		out = append(out, OperatorField{Field: f.field, Since: "v" + f.since.String()})
+	}
+	return out
+}

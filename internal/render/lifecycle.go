@@ -30,6 +30,9 @@ func driverRolloutOf(p clusterPlan) *v1alpha1.DriverRollout {
 		// approval) is the one way to approve at both levels.
 		dr.Spec.Approval = dr.Name
 	}
+	if p.policy.Actuator != v1alpha1.DefaultActuator {
+		dr.Spec.Actuator = p.policy.Actuator
+	}
 	dr.Spec.Paused = p.paused
 	dr.Spec.Abort = p.abort
 	return dr

@@ -29,6 +29,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/cli"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/secrets/sopstest"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -93,6 +94,8 @@ func newWorld(t *testing.T) *world {
 	if testing.Short() {
 		t.Skip("e2e: skipped under -short (needs the testbed)")
 	}
+	// The story encrypts its Secrets with gpufleet secret, which runs sops.
+	sopstest.Use(t)
 	// The in-process controllers log nothing (their Events and status are
 	// what the story checks), and the git server's request log is noise.
 	ctrllog.SetLogger(logr.Discard())

@@ -1,0 +1,118 @@
+package render
+
+import (
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+// The gpu-operator actuator ([policy] actuator = "gpu-operator"): the GPU
+// Operator's own upgrade controller moves the nodes, and gpufleet-controller
+// only releases them one by one (see v1alpha1.ActuatorGPUOperator). Render
+// then writes one NVIDIADriver per pool whose version changes in place, so
+// the operator sees its driver pods out of date with their DaemonSet (which
+// it runs with updateStrategy OnDelete) and marks the nodes
+// upgrade-required; and it turns the operator's upgrade policy on, from the
+// same policy fields gpufleet's own actuator uses.
+
+// operatorActuated reports whether the cluster's nodes are moved by the GPU
+// Operator's upgrade controller.
+func operatorActuated(p clusterPlan) bool {
+	return p.policy.Actuator == v1alpha1.ActuatorGPUOperator
+}
+
+// OperatorNVIDIADriverName names a pool's one NVIDIADriver on the
+// gpu-operator actuator's path. It carries no version, as the version
+// changes in place. A release moving between a full version and a
+// precompiled branch would flip usePrecompiled, which the operator refuses
+// as immutable: the config step then fails and nothing moves, rather than
+// a new NVIDIADriver's DaemonSet starting on every node at once.
+func OperatorNVIDIADriverName(pool string) string { return pool }
+
+// upgradePolicy is the operator's DriverUpgradePolicySpec
+// (k8s-operator-libs api/upgrade/v1alpha1) for policy pol: as the chart's
+// driver.upgradePolicy values (chart = true: the chart calls pod deletion
+// gpuPodDeletion) or as NVIDIADriver.spec.upgradePolicy (v26.7 on).
+//
+// Off (the gpufleet actuator) it is autoUpgrade false alone. On, every
+// field is written: the chart's template dereferences drain, gpuPodDeletion
+// and waitForCompletion, and the operator (v25.3.4 controllers/
+// upgrade_controller.go) dereferences drain without a nil check.
+//
+// The numbers are gpufleet's own: maxParallelUpgrades is parallel-nodes;
+// maxUnavailable the same count or percentage (the operator rounds a
+// percentage up where gpufleet rounds it down, so gpufleet's limit is the
+// one that binds); the drain evicts every pod but DaemonSets' (force and
+// deleteEmptyDir, as gpufleet's own eviction does) within drain-timeout,
+// and so does the deletion of GPU pods before it; no job is waited for
+// (gpufleet's actuator waits for none either).
+func upgradePolicy(pol *fleet.Policy, chart bool) map[string]any {
+	if pol == nil || pol.Actuator != v1alpha1.ActuatorGPUOperator {
+		return map[string]any{"autoUpgrade": false}
+	}
+	timeout := int64(pol.DrainTimeout.Seconds())
+	if timeout <= 0 {
+		timeout = int64(v1alpha1.DefaultDrainTimeout.Seconds())
+	}
+	maxUnavailable := any(v1alpha1.DefaultMaxUnavailable)
+	if v := pol.MaxUnavailable.IntOrString(); v != nil {
+		maxUnavailable = v.IntValue()
+		if pol.MaxUnavailable.Percent {
+			maxUnavailable = v.String()
+		}
+	}
+	deletion := "podDeletion"
+	if chart {
+		deletion = "gpuPodDeletion"
+	}
+	return map[string]any{
+		"autoUpgrade":         true,
+		"maxParallelUpgrades": max(pol.ParallelNodes, v1alpha1.DefaultParallelNodes),
+		"maxUnavailable":      maxUnavailable,
+		"waitForCompletion":   map[string]any{"timeoutSeconds": 0},
+		deletion:              map[string]any{"force": true, "timeoutSeconds": timeout, "deleteEmptyDir": true},
+		"drain":               map[string]any{"enable": true, "force": true, "podSelector": "", "timeoutSeconds": timeout, "deleteEmptyDir": true},
+	}
+}
+
+// GPUOperatorValuesFor are the GPU Operator chart values of cluster as its
+// policy stands (GPUOperatorValues with its actuator's upgrade policy).
+func GPUOperatorValuesFor(f *fleet.Fleet, cluster string, rel *fleet.Release) map[string]any {
+	c := f.Clusters[cluster]
+	pol := f.PolicyFor(cluster)
+	return gpuOperatorValues(rel, c != nil && usesMIG(c), &pol)
+}
+
+// GPUOperatorValueSets are the distinct GPU Operator chart values the
+// clusters of f would install rel with, in the clusters' name order,
+// GPUOperatorValues first: what `gpufleet validate` renders the chart with.
+func GPUOperatorValueSets(f *fleet.Fleet, rel *fleet.Release) []map[string]any {
+	out := []map[string]any{GPUOperatorValues(rel)}
+	seen := map[string]bool{}
+	if b, err := jsonMarshal(out[0]); err == nil {
+		seen[string(b)] = true
+	}
+	for _, name := range f.ClusterNames() {
+		v := GPUOperatorValuesFor(f, name, rel)
+		b, err := jsonMarshal(v)
+		if err != nil || seen[string(b)] {
+			continue
+		}
+		seen[string(b)] = true
+		out = append(out, v)
+	}
+	return out
+}
+
+// operatorTolerations let the driver DaemonSet tolerate gpufleet's
+// quarantine taint (the DriverRollout's default, which render writes). The
+// operator's upgrade controller refuses to build its state while a driver
+// DaemonSet's desiredNumberScheduled differs from its pod count
+// (k8s-operator-libs BuildState: "driver DaemonSet should not have
+// Unscheduled pods"), and a NoSchedule taint the DaemonSet does not
+// tolerate takes the node out of the desired count while its pod keeps
+// running: one quarantined node would stop every later upgrade of the
+// cluster (seen on the real operator). Workloads do not tolerate it, so the
+// taint still keeps them off.
+func operatorTolerations() []any {
+	return []any{map[string]any{"key": v1alpha1.TaintQuarantined, "operator": "Exists", "effect": "NoSchedule"}}
+}

@@ -1,0 +1,481 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/controller"
+	"github.com/gpufleet/gpufleet/internal/lab"
+	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/render"
+)
+
+// The operator actuator's story runs on one cluster of four nodes: a canary,
+// a node an admin cordoned, one that raises an XID in its soak, and one the
+// spent failure budget keeps from ever being released.
+const (
+	opCluster = "stg"
+	opNodes   = 4
+	opSoak    = 15 * time.Second
+)
+
+// operatorFleet is the fleet file of TestOperatorActuator with its one
+// maintenance window (HH:MM, UTC). The soak is long enough for the test to
+// raise an XID on a soaking node.
+func operatorFleet(winStart, winEnd string) string {
+	return fmt.Sprintf(`# fleet.toml of TestOperatorActuator: the GPU Operator's own upgrade
+# controller moves the nodes, gpufleet releases them one by one.
+[charts]
+mode = "manifests"
+repository = "../shared/operators"
+
+[releases.%[1]s]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "%[2]s"
+
+[releases.%[3]s]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "%[4]s"
+
+[clusters.%[5]s]
+environment = "staging"
+
+[[clusters.%[5]s.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = %[6]d
+
+[[waves]]
+name = "staging"
+clusters = ["%[5]s"]
+
+[policy]
+actuator = "gpu-operator"
+canary-nodes = 1
+auto-approve-canary = false
+parallel-nodes = 1
+max-unavailable = 2
+soak = "%[7]s"
+failure-budget = 0
+drain-timeout = "60s"
+install-timeout = "60s"
+validate-timeout = "60s"
+
+[[policy.windows]]
+days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+start = "%[8]s"
+end = "%[9]s"
+time-zone = "UTC"
+
+[policy.health]
+node-conditions = ["GpuXidError", "GpuEccError"]
+event-reasons = ["XidError", "EccError"]
+
+[promotion]
+stable = "%[1]s"
+approved = []
+paused = false
+`, relStable, drvStable, relGood, drvGood, opCluster, opNodes, opSoak, winStart, winEnd)
+}
+
+// windowAround is a window that holds now (open) or that does not (shut).
+func windowAround(open bool) (string, string) {
+	now := time.Now().UTC()
+	if open {
+		return now.Add(-time.Hour).Format("15:04"), now.Add(3 * time.Hour).Format("15:04")
+	}
+	return now.Add(3 * time.Hour).Format("15:04"), now.Add(4 * time.Hour).Format("15:04")
+}
+
+// newOperatorWorld starts one cluster whose fleet file has the
+// gpu-operator actuator.
+func newOperatorWorld(t *testing.T) *world {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e: skipped under -short (needs the testbed)")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	log.SetOutput(io.Discard)
+	t.Setenv("TMPDIR", t.TempDir())
+	if err := lab.CheckPrograms(); err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
+	began := time.Now()
+	ws, we := windowAround(false)
+	lw, err := lab.Start(t.Context(), lab.Options{
+		Root: "../..", Dir: t.TempDir(), Clusters: []string{opCluster}, FleetTOML: []byte(operatorFleet(ws, we)),
+		ChartVersion:   chartStable,
+		Pool:           nodesim.Pool{Name: poolName, Product: product, Nodes: opNodes, Driver: drvStable},
+		SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "e2e",
+		OnError: func(err error) { t.Errorf("%v", err) },
+	})
+	if errors.Is(err, lab.ErrNoOperatorCharts) {
+		t.Skipf("e2e: needs the real GPU Operator charts in ../shared/operators: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := lw.Stop(); err != nil {
+			t.Errorf("testbed: %v", err)
+		}
+	})
+	t.Logf("e2e: cluster up in %s, kubeconfig %s", since(began), lw.Testbed.Kubeconfig)
+	w := &world{t: t, lab: lw, tb: lw.Testbed, dir: lw.Dir, fleetFile: lw.FleetFile, sims: lw.Sims, stackCRDs: lw.StackCRDs, rec: map[string]*recorder{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("testbed logs:\n%s", lw.Testbed.LogTail(60))
+			t.Logf("=== %s at the failure ===\n%s%s", opCluster, w.dump(opCluster), w.operatorDump(opCluster))
+		}
+	})
+	rec := newRecorder(w.client(opCluster))
+	w.rec[opCluster] = rec
+	lw.Go(func(ctx context.Context) { rec.run(ctx, 100*time.Millisecond) })
+	return w
+}
+
+// operatorDump adds the operator's labels of every GPU node to a failure's
+// log.
+func (w *world) operatorDump(cluster string) string {
+	var nodes corev1.NodeList
+	if err := w.client(cluster).List(context.Background(), &nodes); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, n := range nodes.Items {
+		fmt.Fprintf(&b, "node %s operator state %q skip %q phase %q driver %q\n", n.Name, n.Labels[v1alpha1.LabelOperatorUpgradeState],
+			n.Labels[v1alpha1.LabelOperatorUpgradeSkip], n.Labels[controller.LabelPhase], n.Labels[nodesim.LabelDriverFull])
+	}
+	return b.String()
+}
+
+// gpuNodes returns the cluster's GPU nodes by name.
+func (w *world) gpuNodes(cluster string) map[string]*corev1.Node {
+	w.t.Helper()
+	var nodes corev1.NodeList
+	if err := w.client(cluster).List(context.Background(), &nodes); err != nil {
+		w.t.Fatal(err)
+	}
+	out := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		if _, gpu := nodes.Items[i].Labels[nodesim.LabelGPUProduct]; gpu {
+			out[nodes.Items[i].Name] = &nodes.Items[i]
+		}
+	}
+	return out
+}
+
+// released returns the GPU nodes of cluster the operator is upgrading or
+// that lack the skip label, with what they say.
+func (w *world) released(cluster string, except ...string) []string {
+	var out []string
+	for name, n := range w.gpuNodes(cluster) {
+		if slices.Contains(except, name) {
+			continue
+		}
+		st := n.Labels[v1alpha1.LabelOperatorUpgradeState]
+		if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || v1alpha1.OperatorUpgrading(st) {
+			out = append(out, fmt.Sprintf("%s (state %q, skip %q)", name, st, n.Labels[v1alpha1.LabelOperatorUpgradeSkip]))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// holdsFor fails the test when any GPU node but except is released during d.
+func (w *world) holdsFor(cluster string, d time.Duration, except ...string) {
+	w.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if r := w.released(cluster, except...); len(r) > 0 {
+			w.t.Fatalf("released while they must be held: %v", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// commitFleet writes the fleet file, renders, commits and pushes it, and
+// waits until the cluster applied it.
+func (w *world) commitFleet(src, msg string) {
+	w.t.Helper()
+	if err := os.WriteFile(w.fleetFile, []byte(src), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	if _, code := w.gpufleet("render", "-f", w.fleetFile); code != 0 {
+		w.t.Fatalf("render exit %d", code)
+	}
+	w.git("add", "-A")
+	w.git("commit", "-q", "-m", msg)
+	w.waitApplied(opCluster, w.push())
+}
+
+// TestOperatorActuator plays a release on the gpu-operator actuator against
+// the real GPU Operator v25.3.4: its own upgrade controller cordons, drains,
+// restarts the driver pods and uncordons, and gpufleet-controller releases
+// the nodes one by one with the operator's skip label. One named check per
+// behaviour of the path.
+func TestOperatorActuator(t *testing.T) {
+	w := newOperatorWorld(t)
+	s := &story{t: t, w: w}
+	names := nodesim.Pool{Name: poolName, Nodes: opNodes}.NodeNames()
+	canary, cordoned, xid, last := names[0], names[1], names[2], names[3]
+
+	s.step("render and first sync: the operator's upgrade policy is on, one NVIDIADriver per pool", func(w *world) {
+		src, err := os.ReadFile(w.fleetFile)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.commitFleet(string(src), "gpufleet render: first render, gpu-operator actuator")
+		cp := &unstructured.Unstructured{}
+		cp.SetAPIVersion("nvidia.com/v1")
+		cp.SetKind("ClusterPolicy")
+		if err := w.client(opCluster).Get(context.Background(), client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
+			w.t.Fatal(err)
+		}
+		auto, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "autoUpgrade")
+		par, _, _ := unstructured.NestedInt64(cp.Object, "spec", "driver", "upgradePolicy", "maxParallelUpgrades")
+		drain, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "drain", "enable")
+		if !auto || par != 1 || !drain {
+			w.t.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t, want true 1 true", auto, par, drain)
+		}
+		if !w.exists(opCluster, "nvidia.com/v1alpha1", "NVIDIADriver", "", render.OperatorNVIDIADriverName(poolName)) {
+			w.t.Errorf("no NVIDIADriver %s", render.OperatorNVIDIADriverName(poolName))
+		}
+	})
+
+	s.step("the stable rollout holds every GPU node with the operator's skip label", func(w *world) {
+		w.waitRollout(opCluster, relStable, 2*time.Minute, v1alpha1.PhaseCompleted)
+		// The operator's validation state waits for its validator pods,
+		// which the ClusterPolicy deploys once the driver is ready.
+		w.eventually(3*time.Minute, "the ClusterPolicy ready", func() (bool, string) {
+			return clusterPolicyReady(context.Background(), w.client(opCluster))
+		})
+		w.eventually(2*time.Minute, "every GPU node held and upgrade-done", func() (bool, string) {
+			nodes := w.gpuNodes(opCluster)
+			var bad []string
+			for name, n := range nodes {
+				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateDone {
+					bad = append(bad, name)
+				}
+			}
+			return len(nodes) == opNodes && len(bad) == 0, fmt.Sprintf("%d nodes, not held or not upgrade-done: %v", len(nodes), bad)
+		})
+	})
+
+	s.step("an admin cordons a node before the release", func(w *world) {
+		n := w.gpuNodes(opCluster)[cordoned]
+		base := n.DeepCopy()
+		n.Spec.Unschedulable = true
+		if err := w.client(opCluster).Patch(context.Background(), n, client.MergeFrom(base)); err != nil {
+			w.t.Fatal(err)
+		}
+	})
+
+	s.step("start the release: render changes the pool's NVIDIADriver in place", func(w *world) {
+		if _, code := w.mutate("start", relGood); code != 0 {
+			w.t.Fatalf("start exit %d", code)
+		}
+		w.waitApplied(opCluster, w.push())
+		d := &unstructured.Unstructured{}
+		d.SetAPIVersion("nvidia.com/v1alpha1")
+		d.SetKind("NVIDIADriver")
+		if err := w.client(opCluster).Get(context.Background(), client.ObjectKey{Name: render.OperatorNVIDIADriverName(poolName)}, d); err != nil {
+			w.t.Fatal(err)
+		}
+		if v, _, _ := unstructured.NestedString(d.Object, "spec", "version"); v != drvGood {
+			w.t.Errorf("NVIDIADriver %s version %q, want %s", d.GetName(), v, drvGood)
+		}
+		w.eventually(time.Minute, "the operator marks every node upgrade-required", func() (bool, string) {
+			var got []string
+			for name, n := range w.gpuNodes(opCluster) {
+				if n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
+					got = append(got, name+"="+n.Labels[v1alpha1.LabelOperatorUpgradeState])
+				}
+			}
+			return len(got) == 0, fmt.Sprint(got)
+		})
+	})
+
+	s.check("nothing is released outside a window", func(w *world) {
+		w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseOutsideWindow)
+		w.holdsFor(opCluster, 10*time.Second)
+	})
+
+	s.step("the window opens: the canary alone is released and soaks", func(w *world) {
+		ws, we := windowAround(true)
+		w.commitFleet(operatorFleetWithPromotion(w, ws, we), "open the maintenance window")
+		w.waitRollout(opCluster, relGood, 2*time.Minute, v1alpha1.PhaseWaitingForApproval)
+		if n := w.gpuNodes(opCluster)[canary]; n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[nodesim.LabelDriverFull] != drvGood {
+			w.t.Errorf("canary %s: phase %q driver %q, want Done on %s", canary, n.Labels[controller.LabelPhase], n.Labels[nodesim.LabelDriverFull], drvGood)
+		}
+	})
+
+	s.check("the canary is held until the approval", func(w *world) {
+		w.holdsFor(opCluster, 10*time.Second, canary)
+		if dr := w.rollout(opCluster, relGood); dr == nil || dr.Status.Phase != v1alpha1.PhaseWaitingForApproval {
+			w.t.Errorf("not waiting for approval any more: %+v", dr)
+		}
+	})
+
+	s.step("approve: the cordoned node goes first, then the next one soaks and raises an XID", func(w *world) {
+		// The edit `gpufleet approve RELEASE/CLUSTER` makes.
+		src := operatorFleetWithPromotion(w, "", "")
+		approved := strings.Replace(src, "approved = []", `approved = ["`+relGood+"/"+opCluster+`"]`, 1)
+		if approved == src {
+			w.t.Fatalf("no empty approved list in the fleet file:\n%s", src)
+		}
+		w.commitFleet(approved, "approve "+relGood+"/"+opCluster)
+		w.eventually(3*time.Minute, xid+" soaking", func() (bool, string) {
+			n := w.gpuNodes(opCluster)[xid]
+			return n.Labels[controller.LabelPhase] == string(v1alpha1.NodeSoaking), "phase " + n.Labels[controller.LabelPhase]
+		})
+		if err := w.sims[opCluster].RaiseXID(context.Background(), xid, 79); err != nil {
+			w.t.Fatal(err)
+		}
+		w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseStalled)
+	})
+
+	s.check("an XID after upgrade-done fails the node: quarantined by label and taint, not rolled back", func(w *world) {
+		n := w.gpuNodes(opCluster)[xid]
+		if n.Labels[controller.LabelPhase] != string(v1alpha1.NodeQuarantined) || n.Labels[v1alpha1.LabelQuarantined] != "true" {
+			w.t.Errorf("%s: phase %q quarantine label %q", xid, n.Labels[controller.LabelPhase], n.Labels[v1alpha1.LabelQuarantined])
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintQuarantined }) {
+			w.t.Errorf("%s: no quarantine taint: %v", xid, n.Spec.Taints)
+		}
+		if v := n.Labels[nodesim.LabelDriverFull]; v != drvGood {
+			w.t.Errorf("%s: driver %s, want it left on %s (no per-node rollback on this path)", xid, v, drvGood)
+		}
+		if n.Annotations[v1alpha1.AnnotationFailed] != "true" {
+			w.t.Errorf("%s: not marked failed", xid)
+		}
+		// The driver DaemonSet tolerates the quarantine taint: otherwise its
+		// desired count drops below its pods and the operator's upgrade
+		// controller refuses to build its state for every node.
+		var dss appsv1.DaemonSetList
+		var pods corev1.PodList
+		ctx := context.Background()
+		if err := w.client(opCluster).List(ctx, &dss, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := w.client(opCluster).List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}); err != nil {
+			w.t.Fatal(err)
+		}
+		for _, ds := range dss.Items {
+			owned := 0
+			for _, p := range pods.Items {
+				if len(p.OwnerReferences) > 0 && p.OwnerReferences[0].UID == ds.UID {
+					owned++
+				}
+			}
+			if int(ds.Status.DesiredNumberScheduled) != owned {
+				w.t.Errorf("driver DaemonSet %s: %d desired, %d pods: the operator cannot build its upgrade state", ds.Name, ds.Status.DesiredNumberScheduled, owned)
+			}
+		}
+	})
+
+	s.check("the budget stops releases", func(w *world) {
+		dr := w.rollout(opCluster, relGood)
+		if dr == nil || dr.Status.BudgetUsed != 1 {
+			w.t.Fatalf("rollout: %+v", dr)
+		}
+		w.holdsFor(opCluster, 10*time.Second, canary, cordoned, xid)
+		n := w.gpuNodes(opCluster)[last]
+		if n.Labels[nodesim.LabelDriverFull] != drvStable || n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
+			w.t.Errorf("%s: driver %q state %q, want still %s at upgrade-required", last, n.Labels[nodesim.LabelDriverFull], n.Labels[v1alpha1.LabelOperatorUpgradeState], drvStable)
+		}
+	})
+
+	s.check("an admin's cordon survives the operator's upgrade", func(w *world) {
+		n := w.gpuNodes(opCluster)[cordoned]
+		if n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[nodesim.LabelDriverFull] != drvGood {
+			w.t.Errorf("%s: phase %q driver %q, want Done on %s", cordoned, n.Labels[controller.LabelPhase], n.Labels[nodesim.LabelDriverFull], drvGood)
+		}
+		if !n.Spec.Unschedulable {
+			w.t.Errorf("%s: uncordoned; an admin had cordoned it", cordoned)
+		}
+		if n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
+			w.t.Errorf("%s: the admin's cordon is not recorded", cordoned)
+		}
+		if c := w.gpuNodes(opCluster)[canary]; c.Spec.Unschedulable {
+			w.t.Errorf("%s: the canary is left cordoned (the operator uncordons what it cordoned)", canary)
+		}
+	})
+
+	s.check("the operator's own state labels progress as documented", func(w *world) {
+		order := map[string]int{"": -1}
+		for i, st := range v1alpha1.OperatorStates {
+			order[st] = i
+		}
+		byNode := map[string][]string{}
+		rec := w.rec[opCluster]
+		rec.mu.Lock()
+		for _, s := range rec.upgrade {
+			node, st, _ := strings.Cut(s, "=")
+			if seq := byNode[node]; len(seq) == 0 || seq[len(seq)-1] != st {
+				byNode[node] = append(byNode[node], st)
+			}
+		}
+		rec.mu.Unlock()
+		for _, node := range []string{canary, cordoned, xid} {
+			seq := byNode[node]
+			i := slices.Index(seq, v1alpha1.OperatorStateUpgradeRequired)
+			if i < 0 {
+				w.t.Errorf("%s: never upgrade-required: %v", node, seq)
+				continue
+			}
+			upgrade := seq[i:]
+			for k := 1; k < len(upgrade); k++ {
+				if order[upgrade[k]] <= order[upgrade[k-1]] {
+					w.t.Errorf("%s: %s after %s, out of the documented order: %v", node, upgrade[k], upgrade[k-1], seq)
+				}
+			}
+			if upgrade[len(upgrade)-1] != v1alpha1.OperatorStateDone || len(upgrade) < 3 {
+				w.t.Errorf("%s: states %v, want upgrade-required … upgrade-done", node, upgrade)
+			}
+			w.t.Logf("%s: %s", node, strings.Join(seq, " → "))
+		}
+		if seq := byNode[last]; slices.ContainsFunc(seq, v1alpha1.OperatorUpgrading) {
+			w.t.Errorf("%s (never released): %v", last, seq)
+		}
+	})
+}
+
+// operatorFleetWithPromotion is the fleet file as it stands (the promotion
+// commands edited it) with the window replaced (kept when start is "").
+func operatorFleetWithPromotion(w *world, start, end string) string {
+	w.t.Helper()
+	src, err := os.ReadFile(w.fleetFile)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	lines := strings.Split(string(src), "\n")
+	for i, l := range lines {
+		switch {
+		case start == "":
+		case strings.HasPrefix(l, "start = \""):
+			lines[i] = `start = "` + start + `"`
+		case strings.HasPrefix(l, "end = \""):
+			lines[i] = `end = "` + end + `"`
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,764 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/cli"
+	"github.com/gpufleet/gpufleet/internal/controller"
+	"github.com/gpufleet/gpufleet/internal/lab"
+	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+// BenchmarkPeer measures, on the real GPU Operator v25.3.4, the same cluster
+// rolled three ways under the same numbers (make bench-peer; docs/peer.md):
+//
+//	operator  the operator's upgrade controller alone, with
+//	          maxParallelUpgrades and maxUnavailable equal to gpufleet's
+//	          (gpufleet-controller does not run);
+//	gpufleet  gpufleet's own actuator;
+//	gated     the gpu-operator actuator: the operator's upgrade controller,
+//	          released node by node by gpufleet-controller.
+//
+// Each iteration is one rollout of a good release (one node raises an XID
+// right after its upgrade) and one of a bad one, on a fresh testbed: two
+// nodes cordoned by hand, a workload with a PodDisruptionBudget on the GPU
+// nodes, the same install time. GPUFLEET_PEER_RUNS (default 3) runs each
+// cell that many times (run it with -benchtime 1x);
+// the table with min/median/max is logged and written to $GPUFLEET_PEER_TABLE
+// when set. GPUFLEET_PEER_NODES lists the cluster sizes (default 24). It runs
+// only with GPUFLEET_PEER set, as make bench-peer does.
+func BenchmarkPeer(b *testing.B) {
+	if testing.Short() {
+		b.Skip("peer bench: needs the testbed")
+	}
+	if os.Getenv("GPUFLEET_PEER") == "" {
+		// Minutes per cell: only `make bench-peer` runs it, not make bench.
+		b.Skip("peer bench: run it with make bench-peer (GPUFLEET_PEER=1)")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	log.SetOutput(io.Discard)
+	if err := lab.CheckPrograms(); err != nil {
+		b.Fatalf("peer bench: %v", err)
+	}
+	sizes := []int{24}
+	if v := os.Getenv("GPUFLEET_PEER_NODES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 6 {
+				b.Fatalf("GPUFLEET_PEER_NODES=%q: want sizes of at least 6 nodes", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	runs := 3
+	if v := os.Getenv("GPUFLEET_PEER_RUNS"); v != "" {
+		var err error
+		if runs, err = strconv.Atoi(v); err != nil || runs < 1 {
+			b.Fatalf("GPUFLEET_PEER_RUNS=%q: want a count", v)
+		}
+	}
+	table := &peerTable{cells: map[string][]peerRun{}}
+	for _, n := range sizes {
+		for _, way := range peerWays {
+			key := fmt.Sprintf("nodes=%d/way=%s", n, way)
+			b.Run(key, func(b *testing.B) {
+				// Runs, not b.N: the testing package calls a benchmark with
+				// b.N = 1 before the b.N -benchtime asks for, and each run
+				// here takes minutes.
+				var total time.Duration
+				for range runs {
+					r := runPeer(b, way, n)
+					table.add(key, r)
+					total += r.makespan
+				}
+				b.ReportMetric(total.Seconds()/float64(runs), "makespan-s")
+			})
+		}
+	}
+	out := table.markdown(sizes)
+	b.Logf("\n%s", out)
+	if f := os.Getenv("GPUFLEET_PEER_TABLE"); f != "" {
+		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+var peerWays = []string{"operator", "gpufleet", "gated"}
+
+// The numbers every way runs with.
+const (
+	peerParallel       = 4
+	peerMaxUnavailable = 6 // two hand-cordoned nodes plus four in flight
+	peerSoak           = 5 * time.Second
+)
+
+// peerRun is what one iteration measured.
+type peerRun struct {
+	makespan time.Duration
+	// reads, writes: gpufleet-controller's requests per node (client side);
+	// cluster: node and pod writes per node by every component
+	// (apiserver_request_total), both over the good rollout.
+	reads, writes, cluster float64
+	peak                   float64
+	uncordoned             bool
+	badReached             float64
+	xid                    string
+}
+
+func peerFleet(way string) string {
+	actuator := "gpu-operator"
+	if way == "gpufleet" {
+		actuator = "gpufleet"
+	}
+	return fmt.Sprintf(`[charts]
+mode = "manifests"
+repository = "../shared/operators"
+
+[releases.%[1]s]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "%[2]s"
+
+[releases.%[3]s]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "%[4]s"
+
+[releases.%[5]s]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "%[6]s"
+expect-failure = true
+
+[clusters.stg]
+environment = "staging"
+
+[[clusters.stg.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = 3
+
+[[waves]]
+name = "staging"
+clusters = ["stg"]
+
+[policy]
+actuator = "%[7]s"
+canary-nodes = 1
+auto-approve-canary = true
+parallel-nodes = %[8]d
+max-unavailable = %[9]d
+soak = "%[10]s"
+failure-budget = 1
+drain-timeout = "60s"
+install-timeout = "60s"
+validate-timeout = "60s"
+
+[policy.health]
+node-conditions = ["GpuXidError", "GpuEccError"]
+event-reasons = ["XidError", "EccError"]
+
+[promotion]
+stable = "%[1]s"
+approved = []
+paused = false
+`, relStable, drvStable, relGood, drvGood, relDrill, drvDrill, actuator, peerParallel, peerMaxUnavailable, peerSoak)
+}
+
+// peerWorld is one fresh testbed of n nodes rolled way.
+type peerWorld struct {
+	b    *testing.B
+	lw   *lab.World
+	c    client.Client
+	way  string
+	n    int
+	reqs struct{ reads, writes atomic.Int64 }
+	// sampled: the most GPU nodes cordoned or NotReady at once, and each
+	// node's driver pod versions seen.
+	mu       sync.Mutex
+	peak     int
+	versions map[string][]string
+}
+
+func (p *peerWorld) count(next http.RoundTripper) http.RoundTripper {
+	return roundTrip(func(r *http.Request) (*http.Response, error) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			p.reqs.reads.Add(1)
+		default:
+			p.reqs.writes.Add(1)
+		}
+		return next.RoundTrip(r)
+	})
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// runPeer is one iteration: a fresh testbed, the good release, then the bad one.
+func runPeer(b *testing.B, way string, n int) peerRun {
+	b.Helper()
+	ctx := b.Context()
+	p := &peerWorld{b: b, way: way, n: n, versions: map[string][]string{}}
+	b.Setenv("TMPDIR", b.TempDir())
+	lw, err := lab.Start(ctx, lab.Options{
+		Root: "../..", Dir: b.TempDir(), Clusters: []string{"stg"}, FleetTOML: []byte(peerFleet(way)), ChartVersion: chartStable,
+		Pool:       nodesim.Pool{Name: poolName, Product: product, Nodes: n, Driver: drvStable},
+		BadDrivers: []string{drvDrill}, SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "bench",
+		NoController: way == "operator", ControllerTransport: p.count,
+	})
+	if err != nil {
+		b.Fatalf("peer bench: %v", err)
+	}
+	defer func() {
+		if err := lw.Stop(); err != nil {
+			b.Errorf("testbed: %v", err)
+		}
+	}()
+	p.lw, p.c = lw, lw.Client("stg")
+	lw.Go(p.sample)
+	p.gpufleet("render", "-f", lw.FleetFile)
+	p.commit("first render")
+	names := nodesim.Pool{Name: poolName, Nodes: n}.NodeNames()
+	p.until(3*time.Minute, "every node upgrade-done on the stable driver", func(nodes map[string]*corev1.Node) bool {
+		for _, nd := range nodes {
+			if nd.Labels[nodesim.LabelDriverFull] != drvStable {
+				return false
+			}
+			if way == "gated" && nd.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" {
+				return false
+			}
+			if way != "gpufleet" && nd.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateDone {
+				return false // the gpufleet way turns the operator's upgrade off: no label
+			}
+		}
+		return len(nodes) == n
+	})
+	p.operandsReady()
+	handCordoned := []string{names[n/2], names[n/2+1]}
+	for _, name := range handCordoned {
+		p.patchNode(name, func(nd *corev1.Node) { nd.Spec.Unschedulable = true })
+	}
+	p.workload()
+
+	// The good release; one node raises an XID right after its upgrade.
+	var r peerRun
+	before := p.clusterWrites(ctx)
+	p.reqs.reads.Store(0)
+	p.reqs.writes.Store(0)
+	p.mu.Lock()
+	p.peak = 0
+	p.mu.Unlock()
+	t0 := time.Now()
+	p.gpufleet("start", relGood, "-f", lw.FleetFile)
+	p.push()
+	xidNode := ""
+	end := p.until(10*time.Minute, "the good rollout to end", func(nodes map[string]*corev1.Node) bool {
+		if xidNode == "" {
+			for _, name := range names[1:] {
+				nd := nodes[name]
+				if slices.Contains(handCordoned, name) || nd == nil || !upgraded(way, nd, drvGood) {
+					continue
+				}
+				if err := lw.Sims["stg"].RaiseXID(ctx, name, 79); err == nil {
+					xidNode = name
+				}
+				break
+			}
+		}
+		return p.ended(nodes, relGood, drvGood)
+	})
+	r.makespan = end.Sub(t0)
+	r.reads = float64(p.reqs.reads.Load()) / float64(n)
+	r.writes = float64(p.reqs.writes.Load()) / float64(n)
+	r.cluster = (p.clusterWrites(ctx) - before) / float64(n)
+	p.mu.Lock()
+	r.peak = float64(p.peak)
+	p.mu.Unlock()
+	nodes := p.nodes()
+	for _, name := range handCordoned {
+		if !nodes[name].Spec.Unschedulable {
+			r.uncordoned = true
+		}
+	}
+	r.xid = xidOutcome(way, nodes[xidNode])
+
+	// The bad release, from where the good one left the cluster: the good
+	// one made stable first (the edit promote makes at the end).
+	p.makeStable(relGood)
+	p.gpufleet("start", relDrill, "-f", lw.FleetFile)
+	// The drill's rollout may stall before Flux's health check looks.
+	p.push("operators", "config")
+	var reached int
+	stable := time.Now()
+	p.until(5*time.Minute, "the bad rollout to stop", func(nodes map[string]*corev1.Node) bool {
+		got := p.reached(drvDrill)
+		if got != reached {
+			reached, stable = got, time.Now()
+		}
+		if p.way != "operator" {
+			dr := &v1alpha1.DriverRollout{}
+			if p.c.Get(ctx, client.ObjectKey{Name: relDrill}, dr) == nil && dr.Status.Phase == v1alpha1.PhaseStalled {
+				return true
+			}
+		}
+		// The operator alone never stops by itself: it stops taking nodes
+		// once failed ones fill its slots. Call it stopped when nothing
+		// new got the bad driver for 30 s.
+		return reached > 0 && time.Since(stable) > 30*time.Second
+	})
+	r.badReached = float64(reached)
+	return r
+}
+
+// upgraded: the node finished its upgrade to version on this path.
+func upgraded(way string, nd *corev1.Node, version string) bool {
+	if nd.Labels[nodesim.LabelDriverFull] != version {
+		return false
+	}
+	switch way {
+	case "operator":
+		return nd.Labels[v1alpha1.LabelOperatorUpgradeState] == v1alpha1.OperatorStateDone
+	default:
+		return nd.Labels[controller.LabelPhase] == string(v1alpha1.NodeSoaking)
+	}
+}
+
+func xidOutcome(way string, nd *corev1.Node) string {
+	if nd == nil {
+		return "no node reached it"
+	}
+	if way == "operator" {
+		if nd.Spec.Unschedulable {
+			return "cordoned"
+		}
+		return "nothing: left in service on " + nd.Labels[nodesim.LabelDriverFull]
+	}
+	return strings.ToLower(nd.Labels[controller.LabelPhase]) + " on " + nd.Labels[nodesim.LabelDriverFull]
+}
+
+// ended: the rollout of release is over: finished or stopped for the
+// controller's ways, every node on version for the operator alone.
+func (p *peerWorld) ended(nodes map[string]*corev1.Node, release, version string) bool {
+	if p.way == "operator" {
+		for _, nd := range nodes {
+			if nd.Labels[nodesim.LabelDriverFull] != version || nd.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateDone {
+				return false
+			}
+		}
+		return len(nodes) == p.n
+	}
+	dr := &v1alpha1.DriverRollout{}
+	if p.c.Get(context.Background(), client.ObjectKey{Name: release}, dr) != nil {
+		return false
+	}
+	switch dr.Status.Phase {
+	case v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithFailures, v1alpha1.PhaseStalled:
+		return dr.Status.ObservedGeneration == dr.Generation
+	}
+	return false
+}
+
+// operandsReady waits until the ClusterPolicy is ready and every GPU node
+// runs the operator's validator: the upgrade controller's validation state
+// waits for that pod, and the ClusterPolicy deploys it only once the driver
+// is ready.
+func (p *peerWorld) operandsReady() {
+	p.b.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = clusterPolicyReady(ctx, p.c)
+		var pods corev1.PodList
+		if p.c.List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app": "nvidia-operator-validator"}) != nil {
+			return false, nil
+		}
+		on := map[string]bool{}
+		for _, pod := range pods.Items {
+			if podReady(&pod) {
+				on[pod.Spec.NodeName] = true
+			}
+		}
+		last += fmt.Sprintf(", validator Ready on %d of %d nodes", len(on), p.n)
+		return len(on) >= p.n, nil
+	})
+	if err != nil {
+		p.b.Fatalf("%s/%d nodes: the operator's operands not ready: %v; last seen: ClusterPolicy %s", p.way, p.n, err, last)
+	}
+}
+
+// clusterPolicyReady reports whether the ClusterPolicy says ready.
+func clusterPolicyReady(ctx context.Context, c client.Client) (bool, string) {
+	cp := &unstructured.Unstructured{}
+	cp.SetAPIVersion("nvidia.com/v1")
+	cp.SetKind("ClusterPolicy")
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
+		return false, err.Error()
+	}
+	st, _, _ := unstructured.NestedString(cp.Object, "status", "state")
+	return st == "ready", "state " + st
+}
+
+// reached counts the nodes a driver pod of version ever ran on.
+func (p *peerWorld) reached(version string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, vs := range p.versions {
+		if slices.Contains(vs, version) {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *peerWorld) sample(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var nodes corev1.NodeList
+		var pods corev1.PodList
+		if p.c.List(ctx, &nodes) != nil || p.c.List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}) != nil {
+			continue
+		}
+		out := 0
+		for _, nd := range nodes.Items {
+			if _, gpu := nd.Labels[nodesim.LabelGPUProduct]; gpu && (nd.Spec.Unschedulable || !nodeReady(&nd)) {
+				out++
+			}
+		}
+		p.mu.Lock()
+		p.peak = max(p.peak, out)
+		for _, pod := range pods.Items {
+			if v := nodesim.DriverPodVersion(&pod); v != "" && pod.Spec.NodeName != "" && !slices.Contains(p.versions[pod.Spec.NodeName], v) {
+				p.versions[pod.Spec.NodeName] = append(p.versions[pod.Spec.NodeName], v)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *peerWorld) nodes() map[string]*corev1.Node {
+	var list corev1.NodeList
+	if err := p.c.List(context.Background(), &list); err != nil {
+		p.b.Fatal(err)
+	}
+	out := map[string]*corev1.Node{}
+	for i := range list.Items {
+		if _, gpu := list.Items[i].Labels[nodesim.LabelGPUProduct]; gpu {
+			out[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	return out
+}
+
+// until polls cond over the GPU nodes and returns when it first held.
+func (p *peerWorld) until(timeout time.Duration, what string, cond func(map[string]*corev1.Node) bool) time.Time {
+	p.b.Helper()
+	var at time.Time
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if cond(p.nodes()) {
+			at = time.Now()
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		p.b.Fatalf("%s/%d nodes: timed out after %s waiting for %s", p.way, p.n, timeout, what)
+	}
+	return at
+}
+
+func (p *peerWorld) gpufleet(args ...string) {
+	p.b.Helper()
+	var out bytes.Buffer
+	if code := cli.Run(context.Background(), args, cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out}); code != 0 {
+		p.b.Fatalf("gpufleet %s: exit %d\n%s", strings.Join(args, " "), code, out.String())
+	}
+}
+
+// makeStable edits [promotion] so that release is stable and nothing rolls
+// out, renders and commits.
+func (p *peerWorld) makeStable(release string) {
+	p.b.Helper()
+	src, err := os.ReadFile(p.lw.FleetFile)
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	var out []string
+	inPromotion := false
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(l, "[") {
+			inPromotion = l == "[promotion]"
+		}
+		switch {
+		case inPromotion && strings.HasPrefix(l, "stable = "):
+			l = "stable = " + strconv.Quote(release)
+		case inPromotion && strings.HasPrefix(l, "rollout = "):
+			continue
+		case inPromotion && strings.HasPrefix(l, "approved = "):
+			l = "approved = []"
+		}
+		out = append(out, l)
+	}
+	if err := os.WriteFile(p.lw.FleetFile, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		p.b.Fatal(err)
+	}
+	p.gpufleet("render", "-f", p.lw.FleetFile)
+	// The good rollout may have ended CompletedWithFailures, which its
+	// lifecycle step reports as a failed health check: wait for the other
+	// steps only.
+	p.commitSteps(release+" is stable", "operators", "config")
+}
+
+func (p *peerWorld) commit(msg string) { p.commitSteps(msg) }
+
+func (p *peerWorld) commitSteps(msg string, steps ...string) {
+	p.b.Helper()
+	if _, err := p.lw.Git("add", "-A"); err != nil {
+		p.b.Fatal(err)
+	}
+	if _, err := p.lw.Git("commit", "-q", "-m", msg); err != nil {
+		p.b.Fatal(err)
+	}
+	p.push(steps...)
+}
+
+// push pushes and waits for the steps the way has Ready (the operator alone
+// has no controller to make its DriverRollout healthy).
+func (p *peerWorld) push(steps ...string) {
+	p.b.Helper()
+	rev, err := p.lw.Push()
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	if len(steps) == 0 {
+		steps = []string{"operators", "config", "lifecycle"}
+	}
+	if p.way == "operator" {
+		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "lifecycle" })
+	}
+	if err := p.lw.WaitApplied(context.Background(), "stg", rev, 3*time.Minute, steps...); err != nil {
+		p.b.Fatal(err)
+	}
+}
+
+func (p *peerWorld) patchNode(name string, edit func(*corev1.Node)) {
+	p.b.Helper()
+	nd := p.nodes()[name]
+	base := nd.DeepCopy()
+	edit(nd)
+	if err := p.c.Patch(context.Background(), nd, client.MergeFrom(base)); err != nil {
+		p.b.Fatal(err)
+	}
+}
+
+// workload runs three GPU workers guarded by a budget of one disruption.
+func (p *peerWorld) workload() {
+	p.b.Helper()
+	ctx := context.Background()
+	if err := p.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}); err != nil {
+		p.b.Fatal(err)
+	}
+	sel := map[string]string{"app": workloadApp}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: workloadApp, Namespace: workloadNamespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](workloadReplicas),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel, Annotations: map[string]string{testbed.PodReadyAfterAnnotation: workloadStartup.String()}},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{nodesim.LabelGPUProduct: product},
+					Containers: []corev1.Container{{Name: "worker", Image: "trainer:1",
+						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{nodesim.ResourceGPU: resource.MustParse("1")}}}},
+				},
+			},
+		},
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: workloadApp, Namespace: workloadNamespace},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(workloadMin)), Selector: &metav1.LabelSelector{MatchLabels: sel}},
+	}
+	for _, o := range []client.Object{dep, pdb} {
+		if err := p.c.Create(ctx, o); err != nil {
+			p.b.Fatal(err)
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got := &policyv1.PodDisruptionBudget{}
+		return p.c.Get(ctx, client.ObjectKeyFromObject(pdb), got) == nil && got.Status.DisruptionsAllowed == 1, nil
+	})
+	if err != nil {
+		p.b.Fatalf("the workload's budget: %v", err)
+	}
+}
+
+// clusterWrites is the API server's count of writes to nodes and pods
+// (apiserver_request_total), whoever made them.
+func (p *peerWorld) clusterWrites(ctx context.Context) float64 {
+	p.b.Helper()
+	cs, err := kubernetes.NewForConfig(p.lw.Testbed.Cluster("stg").Config)
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		p.b.Fatalf("API server metrics: %v", err)
+	}
+	total := 0.0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(line[len("apiserver_request_total{"):], "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		switch l["verb"] {
+		case "CREATE", "PATCH", "UPDATE", "DELETE", "APPLY", "POST", "PUT":
+		default:
+			continue
+		}
+		if (l["resource"] == "nodes" || l["resource"] == "pods") && (l["subresource"] == "" || l["subresource"] == "eviction") {
+			v, _ := strconv.ParseFloat(value, 64)
+			total += v
+		}
+	}
+	return total
+}
+
+// peerTable collects the runs of every cell.
+type peerTable struct {
+	mu    sync.Mutex
+	cells map[string][]peerRun
+}
+
+func (t *peerTable) add(key string, r peerRun) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cells[key] = append(t.cells[key], r)
+}
+
+// spread writes min/median/max.
+func spread(vs []float64, format string) string {
+	if len(vs) == 0 {
+		return "–"
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	f := func(v float64) string { return fmt.Sprintf(format, v) }
+	return f(s[0]) + " / " + f(s[len(s)/2]) + " / " + f(s[len(s)-1])
+}
+
+func (t *peerTable) markdown(sizes []int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var b strings.Builder
+	for _, n := range sizes {
+		fmt.Fprintf(&b, "%d nodes (two cordoned by hand), parallel %d, maxUnavailable %d; min / median / max of each cell's runs\n\n", n, peerParallel, peerMaxUnavailable)
+		fmt.Fprintf(&b, "| | operator alone | gpufleet actuator | operator gated by gpufleet |\n|---|---|---|---|\n")
+		row := func(name string, cell func([]peerRun) string) {
+			fmt.Fprintf(&b, "| %s", name)
+			for _, way := range peerWays {
+				fmt.Fprintf(&b, " | %s", cell(t.cells[fmt.Sprintf("nodes=%d/way=%s", n, way)]))
+			}
+			b.WriteString(" |\n")
+		}
+		pick := func(f func(peerRun) float64) func([]peerRun) []float64 {
+			return func(rs []peerRun) []float64 {
+				var out []float64
+				for _, r := range rs {
+					out = append(out, f(r))
+				}
+				return out
+			}
+		}
+		row("runs", func(rs []peerRun) string { return strconv.Itoa(len(rs)) })
+		row("makespan, good release (s)", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.makespan.Seconds() })(rs), "%.0f")
+		})
+		row("gpufleet-controller reads per node", func(rs []peerRun) string { return spread(pick(func(r peerRun) float64 { return r.reads })(rs), "%.1f") })
+		row("gpufleet-controller writes per node", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.writes })(rs), "%.1f")
+		})
+		row("node and pod writes per node, every component", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.cluster })(rs), "%.1f")
+		})
+		row(fmt.Sprintf("peak unavailable (limit %d)", peerMaxUnavailable), func(rs []peerRun) string { return spread(pick(func(r peerRun) float64 { return r.peak })(rs), "%.0f") })
+		row("a hand-cordoned node uncordoned", func(rs []peerRun) string {
+			n := 0
+			for _, r := range rs {
+				if r.uncordoned {
+					n++
+				}
+			}
+			return fmt.Sprintf("%d of %d runs", n, len(rs))
+		})
+		row("nodes the bad version reached", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.badReached })(rs), "%.0f")
+		})
+		row("an XID right after the upgrade", func(rs []peerRun) string {
+			seen := map[string]int{}
+			var order []string
+			for _, r := range rs {
+				if seen[r.xid] == 0 {
+					order = append(order, r.xid)
+				}
+				seen[r.xid]++
+			}
+			var parts []string
+			for _, o := range order {
+				parts = append(parts, fmt.Sprintf("%s (%d)", o, seen[o]))
+			}
+			return strings.Join(parts, "; ")
+		})
+		b.WriteString("\n")
+	}
+	return b.String()
+}
