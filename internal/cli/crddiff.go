@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +27,7 @@ type crdDiffOptions struct {
 func newCRDDiffCommand(s Streams) *cobra.Command {
 	o := &crdDiffOptions{}
 	cmd := &cobra.Command{
-		Use:   "crd-diff CHART VERSION_A VERSION_B [--charts DIR | --repo URL] [-o table|json]",
+		Use:   "crd-diff CHART VERSION_A VERSION_B [--charts DIR | --repo URL] [-o table|json|yaml]",
 		Short: "List the CRD schema changes between two versions of an operator chart",
 		Long: `crd-diff loads CHART at VERSION_A and VERSION_B and lists, for each CRD kind
 and version it ships, the schema paths added, removed or changed from A to B:
@@ -57,7 +56,7 @@ chart could not be found or read.`,
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file, read for its chart repository when neither --charts nor --repo is given")
 	addChartSourceFlags(cmd, &o.chartsDir, &o.repo, &o.cacheDir)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
 }
 
@@ -65,8 +64,8 @@ func (o *crdDiffOptions) validate() error {
 	if o.chartsDir != "" && o.repo != "" {
 		return errors.New("--charts and --repo cannot be used together")
 	}
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("-o must be table or json, got %q", o.output)
+	if o.output != formatTable && !machineFormat(o.output) {
+		return fmt.Errorf("-o must be table, json or yaml, got %q", o.output)
 	}
 	return nil
 }
@@ -94,10 +93,8 @@ func (o *crdDiffOptions) run(ctx context.Context, out io.Writer) error {
 }
 
 func printCRDChanges(w io.Writer, format string, changes []crdcheck.Change) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"changes": changes})
+	if machineFormat(format) {
+		return writeDocument(w, format, map[string]any{"changes": changes})
 	}
 	if len(changes) == 0 {
 		fmt.Fprintln(w, "no schema changes")

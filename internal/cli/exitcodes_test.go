@@ -93,7 +93,7 @@ func TestExitCodeClasses(t *testing.T) {
 		{"start with no release", []string{"start", "-f", fleetFile}, ExitUsage, "accepts 1 arg(s)"},
 		{"approve with two names", []string{"approve", "r2/staging", "r2/prod", "-f", fleetFile}, ExitUsage, "accepts 1 arg(s)"},
 		{"lint with two folders", []string{"lint", "a", "b"}, ExitUsage, "accepts at most 1 arg(s)"},
-		{"status with a bad output", []string{"status", "-o", "yaml", "-f", fleetFile}, ExitUsage, "-o must be table or json"},
+		{"status with a bad output", []string{"status", "-o", "xml", "-f", fleetFile}, ExitUsage, "-o must be table, json or yaml"},
 		{"status --live, no reachable cluster", []string{"status", "--live", "--kubeconfig", noClusters, "--timeout", "2s", "-f", fleetFile}, ExitUnknown, "could not read the live state of prod, stg"},
 	}
 	for _, tt := range tests {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -49,13 +48,13 @@ apply time. Exit 1 when there is an error finding.`,
 			if len(args) == 1 {
 				o.dir = args[0]
 			}
-			if o.output != "table" && o.output != "json" {
-				return withCode(ExitUsage, fmt.Errorf("-o must be table or json, got %q", o.output))
+			if err := checkFormat(o.output, formatTable, formatJSON, formatYAML); err != nil {
+				return err
 			}
 			return o.run(cmd.Context(), s.Out)
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table, json or yaml")
 	cmd.Flags().DurationVar(&o.applyTime, "apply-time", 30*time.Second, "how long one apply takes, for the drift-repair table")
 	return cmd
 }
@@ -65,10 +64,8 @@ func (o *lintOptions) run(_ context.Context, out io.Writer) error {
 	if err != nil {
 		return withCode(ExitUnknown, err)
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+	if machineFormat(o.output) {
+		if err := writeDocument(out, o.output, rep); err != nil {
 			return err
 		}
 	} else {

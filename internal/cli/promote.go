@@ -1,18 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
@@ -22,14 +25,15 @@ import (
 
 // promoteFlags are shared by the commands that edit [promotion].
 type promoteFlags struct {
-	fleetFile, kubeconfig, reason string
-	skipGate, noCommit            bool
-	gateTimeout                   time.Duration
+	fleetFile, kubeconfig, reason, output string
+	skipGate, noCommit                    bool
+	gateTimeout                           time.Duration
 }
 
 func (p *promoteFlags) register(cmd *cobra.Command, gated bool) {
 	cmd.Flags().StringVarP(&p.fleetFile, "file", "f", "fleet.toml", "the fleet file (in a git repository)")
 	cmd.Flags().BoolVar(&p.noCommit, "no-commit", false, "stage the change instead of committing it")
+	cmd.Flags().StringVarP(&p.output, "output", "o", formatText, "text, json or yaml")
 	if gated {
 		cmd.Flags().StringVar(&p.kubeconfig, "kubeconfig", "", "kubeconfig for the gate (default: $KUBECONFIG or ~/.kube/config)")
 		cmd.Flags().DurationVar(&p.gateTimeout, "gate-timeout", 30*time.Second, "time the gate allows per cluster")
@@ -42,6 +46,8 @@ func (p *promoteFlags) register(cmd *cobra.Command, gated bool) {
 // line is a usage error (exit 2), not a refused promotion (exit 1).
 func (p *promoteFlags) validate() error {
 	switch {
+	case !slices.Contains([]string{formatText, formatJSON, formatYAML}, p.output):
+		return fmt.Errorf("-o must be text, json or yaml, got %q", p.output)
 	case p.skipGate && strings.TrimSpace(p.reason) == "":
 		return errors.New(`--skip-gate needs --reason "why": the reason goes into the commit message`)
 	case p.reason != "" && !p.skipGate:
@@ -54,9 +60,15 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 	if err := p.validate(); err != nil {
 		return withCode(ExitUsage, err)
 	}
+	machine := machineFormat(p.output)
+	var gateReport *gate.Report
 	res, err := promote.Apply(ctx, promote.Options{
 		FleetFile: p.fleetFile, Mutation: m,
-		Gate:     promote.RealGate(filepath.Dir(p.fleetFile), p.kubeconfig, p.gateTimeout, func(r *gate.Report) { printGate(s.Out, r) }),
+		Gate: promote.RealGate(filepath.Dir(p.fleetFile), p.kubeconfig, p.gateTimeout, func(r *gate.Report) {
+			if gateReport = r; !machine {
+				printGate(s.Out, r)
+			}
+		}),
 		Canary:   promote.RealCanary(p.kubeconfig, p.gateTimeout),
 		SkipGate: p.skipGate, Reason: p.reason, NoCommit: p.noCommit,
 		Render: fleetRenderOptions(ctx),
@@ -66,12 +78,23 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 	case errors.As(err, &probs):
 		return withCode(ExitFailed, fmt.Errorf("%d problem(s) in the fleet file:\n%w", len(probs), probs))
 	case errors.Is(err, promote.ErrRefused):
+		// Say what waits instead, so a script can offer it.
+		if f, lerr := fleet.Load(p.fleetFile); lerr == nil {
+			err = &waitingError{err: err, waiting: promote.Waits(f), gate: gateReport}
+		}
 		return withCode(ExitFailed, err)
 	case err != nil:
 		return withCode(ExitUnknown, err)
 	}
 	for _, w := range res.Step.Warnings {
 		fmt.Fprintf(s.Err, "warning: %s\n", w)
+	}
+	var waits []promote.Waiting
+	if f, err := fleet.Load(p.fleetFile); err == nil {
+		waits = promote.Waits(f)
+	}
+	if machine {
+		return writeDocument(s.Out, p.output, promotionResultOf(res, waits))
 	}
 	verb := "committed"
 	if !res.Committed {
@@ -80,22 +103,47 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 	fmt.Fprintf(s.Out, "%s: %s\n", verb, strings.SplitN(res.Message, "\n", 2)[0])
 	fmt.Fprintf(s.Out, "%d rendered file(s) changed\n", len(res.Changes))
 	// Say what waits next, with the exact name to approve.
-	if f, err := fleet.Load(p.fleetFile); err == nil {
-		for _, w := range promote.Waits(f) {
-			if w.Approval != "" {
-				fmt.Fprintf(s.Out, "waiting for approval of %s: gpufleet approve %s\n", w.What, w.Approval)
-			} else {
-				fmt.Fprintf(s.Out, "waiting: %s\n", w.What)
-			}
+	for _, w := range waits {
+		if w.Approval != "" {
+			fmt.Fprintf(s.Out, "waiting for approval of %s: gpufleet approve %s\n", w.What, w.Approval)
+		} else {
+			fmt.Fprintf(s.Out, "waiting: %s\n", w.What)
 		}
 	}
 	return nil
 }
 
+// PromotionResult is what a promotion command did, as -o json and -o yaml
+// print it.
+type PromotionResult struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Summary is the commit's subject; Message the whole commit message.
+	Summary   string `json:"summary"`
+	Message   string `json:"message"`
+	Committed bool   `json:"committed"`
+	// Changes are the rendered files that changed.
+	Changes  []render.Change   `json:"changes"`
+	Warnings []string          `json:"warnings,omitempty"`
+	Waiting  []WaitingDocument `json:"waiting"`
+}
+
+func promotionResultOf(res *promote.Result, waits []promote.Waiting) PromotionResult {
+	changes := res.Changes
+	if changes == nil {
+		changes = []render.Change{}
+	}
+	return PromotionResult{
+		APIVersion: cliAPIVersion, Kind: "PromotionResult",
+		Summary: strings.SplitN(res.Message, "\n", 2)[0], Message: res.Message, Committed: res.Committed,
+		Changes: changes, Warnings: res.Step.Warnings, Waiting: waitingDocuments(waits),
+	}
+}
+
 // fleetRenderOptions renders as `gpufleet render` does with no --charts:
 // in the manifests mode, from the fleet file's chart repository.
 func fleetRenderOptions(ctx context.Context) func(*fleet.Fleet) (render.Options, error) {
-	return func(f *fleet.Fleet) (render.Options, error) { return renderOptionsFor(ctx, f, "") }
+	return func(f *fleet.Fleet) (render.Options, error) { return renderOptionsFor(ctx, f, "", nil) }
 }
 
 func newStartCommand(s Streams) *cobra.Command {
@@ -109,7 +157,11 @@ Refused while another rollout is under way, while an abort is in force
 (until promote ends it), or for an unknown release. A release older than the
 stable one (any of its operators or its driver) is a downgrade: start warns,
 and status never offers it.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  gpufleet start r2026-10
+  gpufleet plan start r2026-10     # what it would change, first
+  gpufleet start r2026-10 --no-commit -o json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeReleases,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.apply(cmd.Context(), s, func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, args[0]) })
 		},
@@ -138,6 +190,9 @@ Refused while paused. --skip-gate --reason "..." exists for emergencies; the
 reason goes into the commit message. It is refused for the two steps that
 stop rendering a driver (the release becoming stable, an abort ending):
 only the gate can see that no node still runs it.`,
+		Example: `  gpufleet promote
+  gpufleet gate --wave prod-h100 --wait && gpufleet promote
+  gpufleet promote --skip-gate --reason "INC-1234: staging API down, canary verified by hand"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return p.apply(cmd.Context(), s, promote.Promote)
@@ -164,8 +219,13 @@ and status print it:
                     kubeconfig context) and refuses while they do not wait
 
 A wave's approval never approves the canary nodes inside its clusters. A
-wrong, stale or early name is refused with the list of what waits.`,
-		Args: cobra.ExactArgs(1),
+wrong, stale or early name is refused with the list of what waits. Shell
+completion offers exactly the names that wait now.`,
+		Example: `  gpufleet approve r2026-10/prod-h100      # a wave: enter it, or go past its canary cluster
+  gpufleet approve r2026-10/prod-h100-a    # a cluster: its canary node(s), once soaked
+  gpufleet status                          # lists what waits, by name`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeApprovals,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.apply(cmd.Context(), s, func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, args[0]) })
 		},
@@ -176,12 +236,49 @@ wrong, stale or early name is refused with the list of what waits.`,
 	return cmd
 }
 
-func newSimpleMutationCommand(s Streams, use, short string, m promote.Mutation) *cobra.Command {
+// commandHelp is a command's long help and examples.
+type commandHelp struct{ long, example string }
+
+var (
+	pauseHelp = commandHelp{`pause sets paused = true in [promotion], re-renders and commits. While paused,
+promote and approve are refused, and the DriverRollout of every cluster the
+rollout has reached gets spec.paused: the controller starts no new node, and
+the nodes in flight finish their step. Nothing is rolled back. Refused when no
+rollout is under way, or when it is paused already.
+
+resume undoes it. plan pause shows the change without making it.`,
+		`  gpufleet pause
+  gpufleet pause --no-commit && git diff --cached
+  gpufleet pause -o json`}
+	resumeHelp = commandHelp{`resume sets paused = false in [promotion], re-renders and commits: the
+clusters' DriverRollouts go on where they stopped, and promote and approve
+are accepted again. Refused when the rollout is not paused.`,
+		`  gpufleet resume
+  gpufleet plan resume`}
+	abortHelp = commandHelp{`abort stops the rollout under way and sends every cluster back to the stable
+release, in one commit. The clusters it reached keep the aborted release's
+DriverRollout, now with spec.abort (the schema makes that final), and both
+drivers' NVIDIADrivers, so their upgraded nodes roll back to the stable
+driver; the others simply stay on it.
+
+The abort stays in force (rollout = { ..., aborted = true } in [promotion];
+status lists the clusters still to come back, and start is refused) until
+gpufleet promote ends it, which it does only once the gate sees every one of
+those clusters back on the stable release. --skip-gate is refused for that
+step: only the gate can see that no node still runs the aborted driver.`,
+		`  gpufleet abort
+  gpufleet status --live          # the clusters still coming back
+  gpufleet promote                # ends the abort once the gate passes`}
+)
+
+func newSimpleMutationCommand(s Streams, use, short string, help commandHelp, m promote.Mutation) *cobra.Command {
 	p := &promoteFlags{}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.NoArgs,
+		Use:     use,
+		Short:   short,
+		Long:    help.long,
+		Example: help.example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return p.apply(cmd.Context(), s, m)
 		},
@@ -193,32 +290,100 @@ func newSimpleMutationCommand(s Streams, use, short string, m promote.Mutation) 
 // statusOptions are the flags of `gpufleet status`.
 type statusOptions struct {
 	fleetFile, output, kubeconfig string
-	live                          bool
-	timeout                       time.Duration
+	live, watch                   bool
+	timeout, interval             time.Duration
 }
 
 func newStatusCommand(s Streams) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status [--live]",
+		Use:   "status [--live [--watch]] [-o table|json|yaml]",
 		Short: "Show which release each cluster runs, what the rollout waits for, and the next command",
-		Args:  cobra.NoArgs,
+		Long: `status reads the fleet file (and nothing else, unless --live) and prints the
+stable release, the rollout under way, each cluster's wave, release and state
+(stable, rolling out, aborted and coming back), where each service of the
+serving stack runs, what the rollout waits for (approvals by their exact
+names, a pause) and the exact next command. A start that would be a downgrade
+is never offered.
+
+--live adds each cluster's gate result and its DriverRollout as it stands
+(phase, nodes done, failure budget used), read through the kubeconfig
+contexts. A cluster read but unhealthy is shown, not an error (gate judges);
+one that could not be read is shown and makes status exit 3. --watch redraws
+every --interval until Ctrl-C; gpufleet explain CLUSTER says why one is stuck.`,
+		Example: `  gpufleet status
+  gpufleet status --live
+  gpufleet status --live --watch --interval 30s
+  gpufleet status -o json | jq -r .next`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
+			}
+			if o.watch {
+				return o.watchStatus(cmd.Context(), s.Out)
 			}
 			return o.run(cmd.Context(), s.Out)
 		},
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table, json or yaml")
 	cmd.Flags().BoolVar(&o.live, "live", false, "add each cluster's gate result (connects to the clusters)")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --live")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "time allowed per cluster with --live")
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "with --live: look again every --interval and redraw, until Ctrl-C")
+	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Second, "with --watch: time between looks")
 	return cmd
 }
 
-func (o *statusOptions) validate() error { return checkOutput(o.output) }
+func (o *statusOptions) validate() error {
+	if o.watch && (!o.live || o.interval <= 0) {
+		return withCode(ExitUsage, errors.New("--watch needs --live and a positive --interval"))
+	}
+	return checkFormat(o.output, formatTable, formatJSON, formatYAML)
+}
+
+// watchStatus redraws the status every interval until Ctrl-C, which ends
+// it normally (exit 0), as kubectl get --watch does. On a terminal each
+// look replaces the last; elsewhere (a log, a pipe) the looks follow one
+// another, and with -o json or yaml each is one document.
+func (o *statusOptions) watchStatus(ctx context.Context, out io.Writer) error {
+	tty := isTerminal(out)
+	for {
+		var buf bytes.Buffer
+		err := o.run(ctx, &buf)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if tty && !machineFormat(o.output) {
+			fmt.Fprint(out, "\x1b[H\x1b[2J")
+		}
+		if o.output == formatYAML && !tty {
+			fmt.Fprintln(out, "---")
+		}
+		if _, werr := out.Write(buf.Bytes()); werr != nil {
+			return werr
+		}
+		if err != nil && exitCode(err) != ExitUnknown {
+			// Only a cluster that could not be read is worth another look.
+			return err
+		}
+		if err != nil {
+			fmt.Fprintf(out, "(incomplete: %v)\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(o.interval):
+		}
+	}
+}
+
+// isTerminal says w is a terminal, where progress may be redrawn.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
 	f, err := loadFleet(o.fleetFile)
@@ -230,10 +395,8 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil && !errors.As(err, &unread) {
 		return withCode(ExitUnknown, err)
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+	if machineFormat(o.output) {
+		if err := writeDocument(out, o.output, st); err != nil {
 			return err
 		}
 	} else {
@@ -243,14 +406,6 @@ func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
 	// incomplete: exit 3 (could not find out), after printing.
 	if unread != nil {
 		return withCode(ExitUnknown, unread)
-	}
-	return nil
-}
-
-// checkOutput refuses an -o the command cannot write, as a usage error.
-func checkOutput(output string) error {
-	if output != "table" && output != "json" {
-		return withCode(ExitUsage, fmt.Errorf("-o must be table or json, got %q", output))
 	}
 	return nil
 }
@@ -312,12 +467,15 @@ func newPlanCommand(s Streams) *cobra.Command {
 		Use:   "plan COMMAND [ARGS]",
 		Short: "Show what a promotion command would change, without writing anything",
 		Long: `plan computes what start, promote, approve, pause, resume or abort would do:
-the lines of fleet.toml, and per cluster the rendered objects that change
-(e.g. HelmRelease gpu-operator v25.3.4 → v25.10.1). The gate is not run.`,
+the lines of fleet.toml, per cluster the rendered objects that change (e.g.
+HelmRelease gpu-operator v25.3.4 → v25.10.1), and a unified diff of each
+changed object, as kubectl diff shows it (objects added or removed are
+named; -o json has their whole text). The gate is not run.`,
 		Example: `  gpufleet plan start r2026-10
   gpufleet plan promote
   gpufleet plan approve r2026-10/prod-h100`,
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completePlan,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			if err := o.validate(); err != nil {
@@ -327,14 +485,14 @@ the lines of fleet.toml, and per cluster the rendered objects that change
 		},
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table, json or yaml")
 	return cmd
 }
 
 // validate checks the command line alone: a bad -o or an unknown or
 // ill-formed command is a usage error, before the fleet file is read.
 func (o *planOptions) validate() error {
-	if err := checkOutput(o.output); err != nil {
+	if err := checkFormat(o.output, formatTable, formatJSON, formatYAML); err != nil {
 		return err
 	}
 	m, err := mutationFor(o.args)
@@ -356,10 +514,8 @@ func (o *planOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return withCode(ExitFailed, err)
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+	if machineFormat(o.output) {
+		return writeDocument(out, o.output, p)
 	}
 	printPlan(out, f, p)
 	return nil
@@ -388,6 +544,30 @@ func printPlan(out io.Writer, f *fleet.Fleet, p *promote.Plan) {
 			for _, ch := range changes {
 				fmt.Fprintf(out, "  %s\n", ch)
 			}
+		}
+	}
+	printObjectDiffs(out, p.Diffs)
+}
+
+// printObjectDiffs shows each changed object's unified diff, and names the
+// objects added or removed (their whole text would bury the changes).
+func printObjectDiffs(out io.Writer, diffs []promote.ObjectDiff) {
+	for _, d := range diffs {
+		ref := d.Kind + " " + d.Name
+		switch {
+		case d.Name == "":
+			// kustomize's own kustomization.yaml has no name.
+			ref = d.Kind + " " + d.Path
+		case d.Namespace != "":
+			ref = d.Kind + " " + d.Namespace + "/" + d.Name
+		}
+		switch d.Action {
+		case render.ActionAdd:
+			fmt.Fprintf(out, "\n+ %s (%s)\n", ref, d.Path)
+		case render.ActionRemove:
+			fmt.Fprintf(out, "\n- %s (%s)\n", ref, d.Path)
+		default:
+			fmt.Fprintf(out, "\n~ %s\n%s", ref, d.Diff)
 		}
 	}
 }

@@ -2,16 +2,19 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/promote"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
 
@@ -19,7 +22,10 @@ type renderOptions struct {
 	fleetFile string
 	outDir    string
 	check     bool
-	format    string
+	verbose   bool
+	output    string
+	// format is the deprecated spelling of output.
+	format string
 	// chartSource overrides [charts] repository in the manifests mode.
 	chartSource string
 }
@@ -27,7 +33,7 @@ type renderOptions struct {
 func newRenderCommand(s Streams) *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
-		Use:   "render [-f fleet.toml] [-o DIR] [--check]",
+		Use:   "render [-f fleet.toml] [--output-dir DIR] [--check] [-v] [-o text|json|yaml]",
 		Short: "Write every cluster's Flux folder from the fleet file",
 		Long: `render writes, for each cluster of the fleet file, clusters/<cluster>/ with
 three Flux Kustomizations chained by dependsOn (operators → config → lifecycle)
@@ -43,30 +49,60 @@ and written as one step: if anything fails, the previous output is left as it
 was. Files that an earlier render wrote and this one does not are removed;
 files render did not write are never touched.
 
+It ends with one line per cluster that changed (files added, changed,
+removed); -v lists the files.
+
 With --check nothing is written: the command lists every file that would be
 added, changed or removed and exits 1 if there is any (for CI in a fleet
-repository), 0 when the output is up to date.`,
-		Example: `  gpufleet render -f fleet.toml -o .
-  gpufleet render --check`,
+repository), 0 when the output is up to date.
+
+-o is the output format, as in kubectl (text, json or yaml); the folder is
+--output-dir. The older spellings still work and say so on stderr: --format
+for -o, and -o DIR (any value that is not a format) for --output-dir.`,
+		Example: `  gpufleet render -f fleet.toml --output-dir .
+  gpufleet render -v
+  gpufleet render --check
+  gpufleet render --check -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
+			if err := o.settleFlags(cmd, s.Err); err != nil {
 				return withCode(ExitUsage, err)
 			}
 			return o.run(cmd.Context(), s.Out, s.Err)
 		},
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
-	cmd.Flags().StringVarP(&o.outDir, "output-dir", "o", "", "the folder to write into (default: the fleet file's folder)")
+	cmd.Flags().StringVar(&o.outDir, "output-dir", "", "the folder to write into (default: the fleet file's folder)")
 	cmd.Flags().BoolVar(&o.check, "check", false, "write nothing; exit 1 if the output is not up to date")
-	cmd.Flags().StringVar(&o.format, "format", "text", "how to list changes: text or json")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every file added, changed or removed")
+	cmd.Flags().StringVarP(&o.output, "output", "o", formatText, "text, json or yaml")
+	cmd.Flags().StringVar(&o.format, "format", "", "deprecated: use -o")
+	_ = cmd.Flags().MarkHidden("format")
 	cmd.Flags().StringVar(&o.chartSource, "charts", "", `with [charts] mode = "manifests": a folder of charts (<chart>/<version>/), a .tgz, or a repository URL (default: [charts] repository)`)
 	return cmd
 }
 
-func (o *renderOptions) validate() error {
-	if o.format != "text" && o.format != "json" {
-		return fmt.Errorf("--format must be text or json, got %q", o.format)
+// settleFlags maps the older spellings onto the current ones, each with a
+// notice on stderr: --format was the output format, and -o was the output
+// folder before it became the format (kubectl's meaning).
+func (o *renderOptions) settleFlags(cmd *cobra.Command, errOut io.Writer) error {
+	formats := []string{formatText, formatJSON, formatYAML}
+	if cmd.Flags().Changed("output") && !slices.Contains(formats, o.output) {
+		if o.outDir != "" {
+			return fmt.Errorf("-o must be text, json or yaml, got %q (the folder is --output-dir)", o.output)
+		}
+		fmt.Fprintf(errOut, "gpufleet: -o DIR is deprecated: -o is the output format (text, json, yaml); use --output-dir %s\n", o.output)
+		o.outDir, o.output = o.output, formatText
+	}
+	if cmd.Flags().Changed("format") {
+		fmt.Fprintf(errOut, "gpufleet: --format is deprecated: use -o %s\n", o.format)
+		if cmd.Flags().Changed("output") && o.output != o.format {
+			return fmt.Errorf("--format %s and -o %s disagree (--format is the old spelling of -o)", o.format, o.output)
+		}
+		o.output = o.format
+	}
+	if !slices.Contains(formats, o.output) {
+		return fmt.Errorf("-o must be text, json or yaml, got %q", o.output)
 	}
 	if o.outDir == "" {
 		o.outDir = filepath.Dir(o.fleetFile)
@@ -79,11 +115,15 @@ func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts, err := renderOptionsFor(ctx, f, o.chartSource)
+	// Rendering the charts of many releases takes a while: say which, on a
+	// terminal.
+	p := newProgress(errOut, chartVersions(f))
+	opts, err := renderOptionsFor(ctx, f, o.chartSource, p)
 	if err != nil {
 		return err
 	}
 	rendered, err := render.RenderWith(f, opts)
+	p.done()
 	if err != nil {
 		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
 	}
@@ -96,7 +136,13 @@ func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return withCode(ExitFailed, err)
 	}
-	if err := printChanges(out, o.format, changes, o.check); err != nil {
+	var diffs []promote.ObjectDiff
+	if o.check {
+		if diffs, err = checkDiffs(rendered, o.outDir, changes); err != nil {
+			return withCode(ExitUnknown, err)
+		}
+	}
+	if err := printChanges(out, o.output, changes, diffs, o.check, o.verbose); err != nil {
 		return err
 	}
 	if o.check && len(changes) > 0 {
@@ -122,14 +168,82 @@ func loadFleet(path string) (*fleet.Fleet, error) {
 	}
 }
 
-func printChanges(w io.Writer, format string, changes []render.Change, check bool) error {
-	if format == "json" {
-		if changes == nil {
-			changes = []render.Change{}
+// RenderResult is what render did (or, with --check, would do), as -o json
+// and -o yaml print it.
+type RenderResult struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Check      bool            `json:"check"`
+	UpToDate   bool            `json:"upToDate"`
+	Changes    []render.Change `json:"changes"`
+	// Clusters counts the changes per cluster ("" for the files shared by
+	// the clusters: apps/, infrastructure/).
+	Clusters []ClusterChanges `json:"clusters"`
+	// Diffs are, with --check, the objects that would change, each a
+	// unified diff of what is on disk to what render writes.
+	Diffs []promote.ObjectDiff `json:"diffs,omitempty"`
+}
+
+// checkDiffs reads what is on disk for each change and diffs it, object by
+// object, against what render would write.
+func checkDiffs(rendered *render.Output, dir string, changes []render.Change) ([]promote.ObjectDiff, error) {
+	before, after := map[string][]byte{}, map[string][]byte{}
+	for _, c := range changes {
+		if c.Action != render.ActionAdd {
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Path)))
+			if err != nil {
+				return nil, err
+			}
+			before[c.Path] = b
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"upToDate": len(changes) == 0, "changes": changes})
+		if c.Action != render.ActionRemove {
+			after[c.Path] = rendered.Files[c.Path]
+		}
+	}
+	return promote.ObjectDiffs(before, after), nil
+}
+
+// ClusterChanges counts one cluster's changed files.
+type ClusterChanges struct {
+	Cluster string `json:"cluster"`
+	Added   int    `json:"added"`
+	Changed int    `json:"changed"`
+	Removed int    `json:"removed"`
+}
+
+// perCluster counts changes per cluster folder, in path order.
+func perCluster(changes []render.Change) []ClusterChanges {
+	out := []ClusterChanges{}
+	index := map[string]int{}
+	for _, c := range changes {
+		name := ""
+		if rest, ok := strings.CutPrefix(c.Path, "clusters/"); ok {
+			name, _, _ = strings.Cut(rest, "/")
+		}
+		i, ok := index[name]
+		if !ok {
+			i = len(out)
+			index[name] = i
+			out = append(out, ClusterChanges{Cluster: name})
+		}
+		switch c.Action {
+		case render.ActionAdd:
+			out[i].Added++
+		case render.ActionChange:
+			out[i].Changed++
+		case render.ActionRemove:
+			out[i].Removed++
+		}
+	}
+	return out
+}
+
+func printChanges(w io.Writer, format string, changes []render.Change, diffs []promote.ObjectDiff, check, verbose bool) error {
+	if changes == nil {
+		changes = []render.Change{}
+	}
+	if machineFormat(format) {
+		return writeDocument(w, format, RenderResult{APIVersion: cliAPIVersion, Kind: "RenderResult", Check: check, UpToDate: len(changes) == 0, Changes: changes, Clusters: perCluster(changes), Diffs: diffs})
 	}
 	if len(changes) == 0 {
 		fmt.Fprintln(w, "up to date")
@@ -139,21 +253,60 @@ func printChanges(w io.Writer, format string, changes []render.Change, check boo
 	if !check {
 		verb = map[string]string{render.ActionAdd: "added", render.ActionChange: "changed", render.ActionRemove: "removed"}
 	}
-	for _, c := range changes {
-		fmt.Fprintf(w, "%-8s %s\n", verb[c.Action], c.Path)
+	// --check lists the files always: CI logs are read for them.
+	if verbose || check {
+		for _, c := range changes {
+			fmt.Fprintf(w, "%-8s %s\n", verb[c.Action], c.Path)
+		}
 	}
+	var parts []string
+	for _, c := range perCluster(changes) {
+		name := c.Cluster
+		if name == "" {
+			name = "shared (apps/, infrastructure/)"
+		}
+		var counts []string
+		for _, n := range []struct {
+			n    int
+			verb string
+		}{{c.Added, verb[render.ActionAdd]}, {c.Changed, verb[render.ActionChange]}, {c.Removed, verb[render.ActionRemove]}} {
+			if n.n > 0 {
+				counts = append(counts, fmt.Sprintf("%d %s", n.n, n.verb))
+			}
+		}
+		parts = append(parts, name+": "+strings.Join(counts, ", "))
+	}
+	what := "rendered"
+	if check {
+		what = "not up to date"
+	}
+	// Each changed object's diff, before the summary that ends the output.
+	changed := slices.DeleteFunc(slices.Clone(diffs), func(d promote.ObjectDiff) bool { return d.Action != render.ActionChange })
+	printObjectDiffs(w, changed)
+	if len(changed) > 0 {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%s: %d file(s) (%s)", what, len(changes), strings.Join(parts, "; "))
+	if !verbose && !check {
+		fmt.Fprint(w, "; -v lists them")
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 
 // renderOptionsFor gives render the operator charts when the fleet renders
 // them to manifests: from source, or else the fleet's [charts] repository.
-func renderOptionsFor(ctx context.Context, f *fleet.Fleet, source string) (render.Options, error) {
+// Each chart loaded is reported on p, when given.
+func renderOptionsFor(ctx context.Context, f *fleet.Fleet, source string, p *progress) (render.Options, error) {
 	if f.Charts.Mode != fleet.ModeManifests {
 		return render.Options{}, nil
 	}
 	src, err := chartSource(source, "", "", f.Charts.Repository)
 	if err != nil {
 		return render.Options{}, withCode(ExitUnknown, err)
+	}
+	if p != nil {
+		src = withProgress(src, p)
 	}
 	return chartRenderOptions(ctx, f, src), nil
 }

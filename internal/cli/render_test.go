@@ -36,11 +36,11 @@ func TestRenderThenCheck(t *testing.T) {
 	if code != ExitFailed || !strings.Contains(errOut, "not up to date") {
 		t.Fatalf("--check before any render: exit %d, stderr %q; want 1 and a hint", code, errOut)
 	}
-	code, out, errOut := run(t, "render", "-f", fleetFile)
+	code, out, errOut := run(t, "render", "-v", "-f", fleetFile)
 	if code != ExitOK || !strings.Contains(out, "added    clusters/stg-h100/flux-operators.yaml") {
 		t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
 	}
-	code, out, _ = run(t, "render", "--check", "-f", fleetFile, "--format", "json")
+	code, out, _ = run(t, "render", "--check", "-f", fleetFile, "-o", "json")
 	if code != ExitOK || !strings.Contains(out, `"upToDate": true`) {
 		t.Fatalf("--check after render: exit %d, %s", code, out)
 	}

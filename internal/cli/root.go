@@ -10,7 +10,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/internal/promote"
 )
@@ -27,6 +29,10 @@ type Streams struct {
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Every command says what its reads found in its own output; without a
+	// logger controller-runtime prints a stack trace, 30 s into a long
+	// gate --wait or explain, only to say that none was set.
+	ctrllog.SetLogger(logr.Discard())
 	return Run(ctx, args, Streams{In: in, Out: out, Err: errOut})
 }
 
@@ -34,13 +40,18 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 func Run(ctx context.Context, args []string, s Streams) int {
 	root := NewRootCommand(s)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && isUsageError(err) {
 		err = withCode(ExitUsage, err)
 	}
 	if err != nil {
 		var sf silentFailure
 		if !errors.As(err, &sf) {
+			// With -o json or yaml a script reads stdout: the error comes
+			// there, in that format, with the same exit code.
+			if format := requestedFormat(cmd, args); machineFormat(format) && writeDocument(s.Out, format, errorDocumentOf(err)) == nil {
+				return exitCode(err)
+			}
 			fmt.Fprintf(s.Err, "gpufleet: %v\n", err)
 		}
 	}
@@ -56,9 +67,11 @@ func isUsageError(err error) bool {
 
 // NewRootCommand builds the gpufleet command tree.
 func NewRootCommand(s Streams) *cobra.Command {
+	version := buildVersion()
 	root := &cobra.Command{
-		Use:   "gpufleet",
-		Short: "Upgrade the GPU software stack across a fleet of Kubernetes clusters, from Git, with Flux",
+		Use:     "gpufleet",
+		Version: version.shortVersion(),
+		Short:   "Upgrade the GPU software stack across a fleet of Kubernetes clusters, from Git, with Flux",
 		Long: `gpufleet upgrades NVIDIA GPU Operator, Network Operator and GPU driver releases
 across a fleet of Kubernetes clusters. One file, fleet.toml, says which releases
 exist and which clusters run what; gpufleet renders every cluster's Flux folder
@@ -75,19 +88,22 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(ExitUsage, err)
 	})
+	root.SetVersionTemplate("gpufleet {{.Version}}\n")
 
 	root.AddCommand(newRenderCommand(s))
 	root.AddCommand(newLintCommand(s))
 	root.AddCommand(newSecretCommand(s))
 	root.AddCommand(newGateCommand(s))
 	root.AddCommand(newStartCommand(s), newPromoteCommand(s), newApproveCommand(s),
-		newSimpleMutationCommand(s, "pause", "Pause the rollout: no promotion or approval; in-cluster rollouts of clusters in progress pause", promote.Pause),
-		newSimpleMutationCommand(s, "resume", "Resume a paused rollout", promote.Resume),
-		newSimpleMutationCommand(s, "abort", "Abort the rollout: every cluster returns to the stable release, upgraded nodes roll back", promote.Abort),
+		newSimpleMutationCommand(s, "pause", "Pause the rollout: no promotion or approval; in-cluster rollouts of clusters in progress pause", pauseHelp, promote.Pause),
+		newSimpleMutationCommand(s, "resume", "Resume a paused rollout", resumeHelp, promote.Resume),
+		newSimpleMutationCommand(s, "abort", "Abort the rollout: every cluster returns to the stable release, upgraded nodes roll back", abortHelp, promote.Abort),
 		newStatusCommand(s), newPlanCommand(s))
 	root.AddCommand(newSimulateCommand(s))
 	root.AddCommand(newValidateCommand(s))
 	root.AddCommand(newCRDDiffCommand(s))
+	root.AddCommand(newExplainCommand(s), newVersionCommand(s))
+	root.AddCommand(newDashboardCommand(s))
 	argsAreUsage(root)
 	return root
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +26,8 @@ type simulateOptions struct {
 	svg       string
 	output    string
 	verbose   bool
+	// compare: rehearse both actuators side by side.
+	compare bool
 
 	startTime time.Time
 	// failRateSet: --fail-rate was given; otherwise a release marked
@@ -55,6 +56,13 @@ from plausible distributions with --seed; --fail-rate and --xid-rate inject
 install failures and XID errors (a release marked expect-failure fails every
 install unless --fail-rate says otherwise).
 
+--compare rehearses the same policy twice, once with each actuator (gpufleet
+moving the nodes itself; the GPU Operator's own upgrade controller, gated node
+by node), on the same nodes and seed, and prints them side by side with what the
+operator's path cannot do: no per-node rollback (the driver DaemonSet has one
+version; going back means reverting the release for the pool), quarantine only
+by label and taint.
+
 Without --cluster every cluster is rehearsed. --svg writes a timeline picture:
 one row per node, coloured by phase, with the times nodes may start shaded.`,
 		Example: `  gpufleet simulate -f fleet.toml --cluster prod-h100-b
@@ -73,21 +81,24 @@ one row per node, coloured by phase, with the times nodes may start shaded.`,
 	f.StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
 	f.StringVar(&o.cluster, "cluster", "", "the cluster to rehearse (default: every cluster)")
 	f.StringVar(&o.release, "release", "", "rehearse moving to this release (default: the one being rolled out)")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", completeClusterFlag)
+	_ = cmd.RegisterFlagCompletionFunc("release", completeReleaseFlag)
 	f.IntVar(&o.nodes, "nodes", 0, "simulate this many GPU nodes instead of the cluster's pools")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the random durations and failures")
 	f.Float64Var(&o.failRate, "fail-rate", 0, "chance that the new driver fails to install on a node (0-1)")
 	f.Float64Var(&o.xidRate, "xid-rate", 0, "chance that a node raises an XID during its soak (0-1)")
 	f.StringVar(&o.start, "start", "", "when the rollout starts, RFC 3339 (default: now)")
 	f.StringVar(&o.svg, "svg", "", "write a timeline picture to this file (one cluster only)")
-	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print every transition with its reason")
+	f.BoolVar(&o.compare, "compare", false, "rehearse both actuators (gpufleet, gpu-operator) with the same policy, side by side, and say what the operator's path cannot do")
 	return cmd
 }
 
 func (o *simulateOptions) validate() error {
 	var errs []error
-	if o.output != "table" && o.output != "json" {
-		errs = append(errs, fmt.Errorf("-o must be table or json, got %q", o.output))
+	if o.output != formatTable && !machineFormat(o.output) {
+		errs = append(errs, fmt.Errorf("-o must be table, json or yaml, got %q", o.output))
 	}
 	if o.nodes < 0 || o.nodes > 100000 {
 		errs = append(errs, fmt.Errorf("--nodes must be between 1 and 100000, got %d", o.nodes))
@@ -116,6 +127,13 @@ func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.compare {
+		return o.runCompare(ctx, out, rehearse.Options{
+			Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
+			Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
+			Start: o.startTime, Timeline: o.svg != "",
+		})
+	}
 	all, err := rehearse.Options{
 		Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
 		Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
@@ -133,10 +151,8 @@ func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
 			return withCode(ExitUnknown, err)
 		}
 	}
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(all); err != nil {
+	if machineFormat(o.output) {
+		if err := writeDocument(out, o.output, all); err != nil {
 			return err
 		}
 	} else {
@@ -157,6 +173,31 @@ func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
+// runCompare rehearses both actuators and prints them side by side (or as
+// a document with -o).
+func (o *simulateOptions) runCompare(ctx context.Context, out io.Writer, opts rehearse.Options) error {
+	all, err := opts.Compare(ctx)
+	var input *rehearse.InputError
+	switch {
+	case errors.As(err, &input):
+		return withCode(ExitUsage, err)
+	case err != nil:
+		return withCode(ExitFailed, err)
+	}
+	if machineFormat(o.output) {
+		err = writeDocument(out, o.output, all)
+	} else {
+		err = rehearse.WriteComparisons(out, all)
+	}
+	if err != nil {
+		return err
+	}
+	if err := rehearse.UnfinishedComparisons(all); err != nil {
+		return withCode(ExitFailed, err)
+	}
+	return nil
+}
+
 func printRehearsal(out io.Writer, r rehearse.Rehearsal) {
 	rep := r.Report
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -166,7 +207,7 @@ func printRehearsal(out io.Writer, r rehearse.Rehearsal) {
 	fmt.Fprintf(tw, "policy\t%s\n", r.Policy)
 	fmt.Fprintf(tw, "outcome\t%s: %s\n", rep.Outcome, rep.Reason)
 	fmt.Fprintf(tw, "makespan\t%s (%s → %s)\n", rehearse.ShortDuration(time.Duration(rep.Makespan)), when(rep.Start), when(rep.End))
-	fmt.Fprintf(tw, "lower bound\t%s, efficiency %.0f%% (no windows, no waiting, every slot busy)\n", rehearse.ShortDuration(time.Duration(rep.LowerBound)), 100*rep.Efficiency)
+	fmt.Fprintf(tw, "lower bound\t%s, efficiency %.0f%% (every slot busy whenever a window is open and no freeze holds)\n", rehearse.ShortDuration(time.Duration(rep.LowerBound)), 100*rep.Efficiency)
 	fmt.Fprintf(tw, "nodes\t%d done, %d rolled back, %d quarantined, %d untouched\n", rep.Done, rep.RolledBack, rep.Quarantined, rep.Untouched)
 	held := "held"
 	if !rep.BudgetHeld {

@@ -123,7 +123,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bad output", []string{"-o", "yaml"}, "-o must be table or json"},
+		{"bad output", []string{"-o", "xml"}, "-o must be table, json or yaml"},
 		{"bad fail rate", []string{"--fail-rate", "2"}, "--fail-rate must be between 0 and 1"},
 		{"bad start", []string{"--start", "monday"}, "--start"},
 		{"negative nodes", []string{"--nodes", "-3"}, "--nodes must be"},

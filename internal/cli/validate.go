@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,7 @@ type validateOptions struct {
 func newValidateCommand(s Streams) *cobra.Command {
 	o := &validateOptions{}
 	cmd := &cobra.Command{
-		Use:   "validate [-f fleet.toml] [--charts DIR | --repo URL] [-o table|json]",
+		Use:   "validate [-f fleet.toml] [--charts DIR | --repo URL] [-o table|json|yaml]",
 		Short: "Check every release's operator charts and gpufleet's own objects against the CRDs of that exact version",
 		Long: `validate renders, for every release in the fleet file, the GPU Operator and
 Network Operator charts at that release's versions with the values gpufleet
@@ -61,7 +60,7 @@ could not be found, read or rendered (and no problem was found elsewhere).`,
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
 	addChartSourceFlags(cmd, &o.chartsDir, &o.repo, &o.cacheDir)
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().StringVar(&o.kubeVersion, "kube-version", charts.DefaultKubeVersion, "the Kubernetes version charts are rendered for")
 	return cmd
 }
@@ -76,8 +75,8 @@ func (o *validateOptions) validate() error {
 	if o.chartsDir != "" && o.repo != "" {
 		return errors.New("--charts and --repo cannot be used together")
 	}
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("-o must be table or json, got %q", o.output)
+	if o.output != formatTable && !machineFormat(o.output) {
+		return fmt.Errorf("-o must be table, json or yaml, got %q", o.output)
 	}
 	return nil
 }
@@ -91,6 +90,10 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	if err != nil {
 		return withCode(ExitUnknown, err)
 	}
+	// Many releases take a while: say which chart is loaded, on a terminal.
+	p := newProgress(errOut, chartVersions(f))
+	defer p.done()
+	src = withProgress(src, p)
 	// The objects gpufleet writes are rendered as render would write them,
 	// with the same charts in the manifests mode, for every release.
 	report, err := charts.FleetCheck{Fleet: f, Source: src, KubeVersion: o.kubeVersion, Render: chartRenderOptions(ctx, f, src)}.Run(ctx)
@@ -109,6 +112,17 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	return nil
 }
 
+// chartVersions counts the distinct operator chart versions of the fleet
+// file's releases: the charts validate loads.
+func chartVersions(f *fleet.Fleet) int {
+	seen := map[string]bool{}
+	for _, r := range f.Releases {
+		seen["gpu-operator@"+r.GPUOperator] = true
+		seen["network-operator@"+r.NetworkOperator] = true
+	}
+	return len(seen)
+}
+
 // chartSource picks the source the flags name, else the fleet file's.
 func chartSource(dir, repo, cache, fleetRepo string) (charts.Source, error) {
 	ref := fleetRepo
@@ -125,10 +139,8 @@ func chartSource(dir, repo, cache, fleetRepo string) (charts.Source, error) {
 }
 
 func printReport(out, errOut io.Writer, format string, r *charts.Report, releases int) error {
-	if format == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+	if machineFormat(format) {
+		return writeDocument(out, format, struct {
 			OK bool `json:"ok"`
 			*charts.Report
 		}{len(r.Findings) == 0 && len(r.Failures) == 0, r})

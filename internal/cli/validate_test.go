@@ -140,7 +140,7 @@ func TestValidateUsage(t *testing.T) {
 		{"validate", "--charts", "x", "--repo", "https://example.com"},
 		{"validate", "-o", "xml"},
 		{"crd-diff", "gpu-operator", "v1"},
-		{"crd-diff", "gpu-operator", "v1", "v2", "-o", "yaml"},
+		{"crd-diff", "gpu-operator", "v1", "v2", "-o", "xml"},
 	} {
 		if code, _, errOut := run(t, args...); code != ExitUsage {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errOut)

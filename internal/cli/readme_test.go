@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+// readmeBlock returns the lines of the README's first fenced block after
+// the line that starts with after.
+func readmeBlock(t *testing.T, after string) []string {
+	t.Helper()
+	src, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "\n"+after)
+	if !ok {
+		t.Fatalf("the README has no line starting %q", after)
+	}
+	_, rest, ok = strings.Cut(rest, "```")
+	if !ok {
+		t.Fatalf("no code block after %q", after)
+	}
+	_, rest, _ = strings.Cut(rest, "\n") // the fence's language
+	block, _, _ := strings.Cut(rest, "```")
+	return strings.Split(strings.TrimRight(block, "\n"), "\n")
+}
+
+// exampleDir is a temporary folder holding examples/fleet.toml, made the
+// working directory, as a user's checkout would be.
+func exampleDir(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "examples"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "examples", "fleet.toml"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	return dir
+}
+
+// TestReadmeTryIt runs the README's first example as written.
+func TestReadmeTryIt(t *testing.T) {
+	var line string
+	for _, l := range readmeBlock(t, "Run the main job") {
+		if strings.HasPrefix(l, "go run ./cmd/gpufleet ") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("the README's first example does not run gpufleet")
+	}
+	dir := exampleDir(t)
+	args := strings.Fields(strings.TrimPrefix(line, "go run ./cmd/gpufleet "))
+	code, out, errOut := run(t, args...)
+	if code != ExitOK {
+		t.Fatalf("%s: exit %d\n%s%s", line, code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "clusters", "stg-h100", "flux-operators.yaml")); err != nil {
+		t.Errorf("%s wrote no cluster folder: %v", line, err)
+	}
+}
+
+// TestReadmeParseErrors makes the two mistakes the README shows (a
+// misspelt key on line 46, a canary that is not in its wave on line 99 of
+// the example fleet) and checks gpufleet reports them exactly as shown.
+func TestReadmeParseErrors(t *testing.T) {
+	want := readmeBlock(t, "Parsing is strict")
+	dir := exampleDir(t)
+	path := filepath.Join(dir, "examples", "fleet.toml")
+	src, _ := os.ReadFile(path)
+	lines := strings.Split(string(src), "\n")
+	if lines[45] != "" || lines[98] != `canary = "prod-h100-a"` {
+		t.Fatalf("the example fleet moved: line 46 %q, line 99 %q; update the README's example", lines[45], lines[98])
+	}
+	lines[45] = `nodeSelecter = "pool=h100"`
+	lines[98] = `canary = "prod-h100-c"`
+	if err := os.WriteFile(filepath.Join(dir, "fleet.toml"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "render", "-f", "fleet.toml", "--check")
+	for _, w := range want {
+		if !strings.Contains(errOut, "\n"+w+"\n") {
+			t.Errorf("exit %d; the README's line %q is not in the output:\n%s", code, w, errOut)
+		}
+	}
+	if code != ExitFailed {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
+
+// TestReadmePromotion plays the README's promotion, command by command as
+// written, against four real API servers (one per cluster of the example
+// fleet). Between commands each cluster the release reached is made to
+// look as Flux, helm-controller, the GPU Operator and the lifecycle
+// controller leave it (gatetest.Arrange, then its revision moved on), so
+// the real gate passes, and a canary waits for approval as the controller
+// says once it has soaked. Every command must commit exactly one step, and
+// the release must end stable.
+func TestReadmePromotion(t *testing.T) {
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
+		t.Setenv(k, v)
+	}
+	commands := readmeBlock(t, "## Promotion")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Load(filepath.Join(root, "examples", "fleet.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := gatetest.CRDDirs(root, f.Releases["r2026-10"].GPUOperator)
+	if err != nil {
+		t.Skipf("needs the real GPU Operator CRDs: %v", err)
+	}
+	// Started before the working directory moves: the testbed finds its
+	// programs from it.
+	tb := testbed.New(t, testbed.Options{Clusters: f.ClusterNames(), CRDDirs: crds, Scheme: gatetest.Scheme()})
+	t.Setenv("KUBECONFIG", tb.Kubeconfig)
+	dir := exampleDir(t)
+	if err := os.Rename(filepath.Join(dir, "examples", "fleet.toml"), filepath.Join(dir, "fleet.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "render"); code != ExitOK {
+		t.Fatal(errOut)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "fleet")
+
+	arranged := map[string]bool{}
+	// converge makes cluster look converged on HEAD of the fleet repository.
+	converge := func(cluster string) {
+		t.Helper()
+		f, err := fleet.Load("fleet.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := git("rev-parse", "HEAD")
+		e := gate.Expect(f, cluster, rev)
+		c := tb.Cluster(cluster).Client
+		if !arranged[cluster] {
+			if _, err := gatetest.Arrange(t.Context(), c, e); err != nil {
+				t.Fatal(err)
+			}
+			arranged[cluster] = true
+			return
+		}
+		for _, k := range e.Kustomizations {
+			if err := testbed.Update(t.Context(), c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", k, true, func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "main@sha1:"+rev, "status", "lastAppliedRevision")
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setRollout(t, c, e.Rollout, v1alpha1.PhaseCompleted, v1alpha1.ConditionCompleted)
+	}
+	for _, line := range commands {
+		cmdline, comment, _ := strings.Cut(line, "#")
+		args := strings.Fields(cmdline)
+		if len(args) == 0 || args[0] != "gpufleet" {
+			t.Fatalf("the README's promotion has a line that is not a gpufleet command: %q", line)
+		}
+		args = args[1:]
+		f, err := fleet.Load("fleet.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case args[0] == "promote":
+			for c := range f.Clusters {
+				if f.Reached(c) {
+					converge(c)
+				}
+			}
+		case args[0] == "approve" && f.Clusters[strings.SplitN(args[1], "/", 2)[1]] != nil:
+			// The controller says the canary soaked and waits.
+			cluster := strings.SplitN(args[1], "/", 2)[1]
+			converge(cluster)
+			dro := f.Promotion.Rollout.Release
+			setRollout(t, tb.Cluster(cluster).Client, dro, v1alpha1.PhaseWaitingForApproval, v1alpha1.ConditionWaitingForApproval)
+		}
+		before := git("rev-list", "--count", "HEAD")
+		code, out, errOut := run(t, args...)
+		if code != ExitOK || !strings.Contains(out, "committed: gpufleet: ") {
+			t.Fatalf("%s\n(%s): exit %d\n%s%s", strings.TrimSpace(cmdline), strings.TrimSpace(comment), code, out, errOut)
+		}
+		if after := git("rev-list", "--count", "HEAD"); after == before {
+			t.Errorf("%s made no commit", strings.TrimSpace(cmdline))
+		}
+	}
+	f, err = fleet.Load("fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Promotion.Stable != "r2026-10" || f.Promotion.Rollout != nil {
+		t.Errorf("after the README's promotion: stable %q, rollout %+v; want r2026-10 stable", f.Promotion.Stable, f.Promotion.Rollout)
+	}
+
+	// The same clusters through `gpufleet explain`: they were arranged
+	// without a GitRepository, the first link, so it is broken (exit 1),
+	// in text and in JSON.
+	code, out, errOut := run(t, "explain", "stg-h100")
+	if code != ExitFailed || !strings.Contains(out, "BROKEN at source: GitRepository flux-system/flux-system") || !strings.Contains(out, "next:      flux get sources git -A") {
+		t.Errorf("explain: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = run(t, "explain", "stg-h100", "-o", "json")
+	if code != ExitFailed || !strings.Contains(out, `"kind": "Explanation"`) || !strings.Contains(out, `"verdict": "broken"`) {
+		t.Errorf("explain -o json: exit %d\n%s", code, out)
+	}
+}
+
+// setRollout sets a DriverRollout's phase and one True condition, at the
+// generation it has (the controller observed it).
+func setRollout(t *testing.T, c client.Client, name string, phase v1alpha1.RolloutPhase, cond string) {
+	t.Helper()
+	var dr v1alpha1.DriverRollout
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &dr); err != nil {
+		t.Fatal(err)
+	}
+	dr.Status.ObservedGeneration, dr.Status.Phase = dr.Generation, phase
+	dr.Status.Nodes = v1alpha1.NodeCounts{Done: dr.Status.Total}
+	dr.Status.Conditions = []metav1.Condition{{Type: cond, Status: metav1.ConditionTrue, Reason: string(phase), Message: "set by the test as the controller would", LastTransitionTime: metav1.NewTime(time.Now())}}
+	if err := c.Status().Update(t.Context(), &dr); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,22 @@
+// Package explain says why a cluster does not run what git says. It walks
+// the chain that decides it, in the order each link waits on the one
+// before: the GitRepository fetched at the expected revision; each Flux
+// Kustomization of the cluster (operators, config, lifecycle, then the
+// serving stack) applied, its dependsOn met, its health checks passing
+// within a timeout no shorter than the service's declared start-up, not
+// suspended; the operators' HelmReleases (or, with pre-rendered charts,
+// their Deployments); the ClusterPolicy and the NVIDIADrivers; the driver
+// DaemonSets and their pods; the DriverRollout and each node's phase. The
+// answer names the first broken link with the object, its condition
+// message and the command that would fix or inspect it.
+//
+// It reads what package gate reads, with gate's code (gate.ClientFor,
+// gate.Expect, gate.Observe, gate.Evaluate), and a few objects more; a
+// link gate passes is a link explain calls ok, so the two never disagree
+// on whether a cluster converged. Like gate it is read-only and fails
+// closed: a cluster it cannot read is an error, never an answer.
+//
+// Reading (observe.go) is apart from judging (walk.go, pure); Answer is
+// self-describing and JSON-tagged so other programs can show it, and the
+// text and JSON renderers (render.go) print nothing else.
+package explain

@@ -1,0 +1,171 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gate"
+)
+
+// Walk judges what was read from a cluster against what it should run, link
+// by link, and names the link that decides. It is pure: the answer comes
+// from its arguments. A link the gate passes (gate.Evaluate) is ok here.
+func Walk(f *fleet.Fleet, e gate.Expected, o Observed) *Answer {
+	w := &walker{f: f, e: e, o: o, checks: map[string]gate.Check{}}
+	w.list = gate.Evaluate(e, o.Observed)
+	for _, c := range w.list {
+		w.checks[c.Name] = c
+	}
+	a := &Answer{APIVersion: APIVersion, Kind: Kind, Cluster: e.Cluster, Revision: e.Revision, Chain: []Link{}, Nodes: []Node{}}
+	if e.Release != nil {
+		a.Release, a.Driver = e.Release.Name, e.Release.Driver
+	}
+	w.a = a
+	w.sources()
+	w.kustomizations()
+	w.operators()
+	w.gpuOperator()
+	w.driverPods()
+	w.rollout()
+	w.nodes()
+	a.decide()
+	return a
+}
+
+type walker struct {
+	f      *fleet.Fleet
+	e      gate.Expected
+	o      Observed
+	checks map[string]gate.Check
+	list   []gate.Check
+	a      *Answer
+}
+
+func (w *walker) add(l Link) { w.a.Chain = append(w.a.Chain, l) }
+
+// stepNotOK says the chain's link of Kustomization name is there and not
+// ok: what that step applies (its HelmReleases, NVIDIADrivers, the
+// DriverRollout) missing or out of date is then only its consequence.
+func (w *walker) stepNotOK(name string) bool {
+	for _, l := range w.a.Chain {
+		if l.Object.Kind == "Kustomization" && l.Object.Name == name && l.Object.Namespace == fluxNamespace {
+			return l.State != OK
+		}
+	}
+	return false
+}
+
+// blockedBy marks l blocked when the Kustomization that applies its object
+// is not ok, saying so.
+func (w *walker) blockedBy(l *Link, step string) {
+	if l.State == BrokenState && w.stepNotOK(step) {
+		l.State = Blocked
+		l.Message += " (the " + step + " Kustomization, which applies it, is not ok)"
+	}
+}
+
+// passed says whether the gate passed its check of that name.
+func (w *walker) passed(name string) (gate.Check, bool) {
+	c, ok := w.checks[name]
+	return c, ok && c.Status == gate.Pass
+}
+
+// decide sets the verdict, the deciding link and the summary.
+func (a *Answer) decide() {
+	a.Verdict, a.At = Converged, nil
+	if b := a.Broken(); b != nil {
+		a.Verdict, a.At = Broken, b
+	} else {
+		for i := range a.Chain {
+			if a.Chain[i].State == InProgress {
+				a.Verdict, a.At = Progressing, &a.Chain[i]
+				break
+			}
+		}
+	}
+	if a.At == nil {
+		a.Summary = fmt.Sprintf("%s runs %s (driver %s)%s: every link holds", a.Cluster, a.Release, a.Driver, atRevision(a.Revision))
+		return
+	}
+	what := "broken"
+	if a.Verdict == Progressing {
+		what = "still progressing"
+	}
+	a.Summary = fmt.Sprintf("%s: %s at %s %s: %s", a.Cluster, what, a.At.Object.Kind, a.At.Object.ref(), a.At.Message)
+}
+
+func atRevision(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	return " at " + short(rev)
+}
+
+func (o Object) ref() string {
+	if o.Namespace != "" {
+		return o.Namespace + "/" + o.Name
+	}
+	return o.Name
+}
+
+// condition returns the condition of type t of an unstructured object.
+func condition(u *unstructured.Unstructured, t string) *Condition {
+	if u == nil {
+		return nil
+	}
+	list, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok || m["type"] != t {
+			continue
+		}
+		c := &Condition{Type: t}
+		c.Status, _ = m["status"].(string)
+		c.Reason, _ = m["reason"].(string)
+		c.Message, _ = m["message"].(string)
+		return c
+	}
+	return nil
+}
+
+func suspended(u *unstructured.Unstructured) bool {
+	s, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+	return s
+}
+
+// inProgress says a Flux object is still being reconciled rather than
+// failed: Flux marks work under way with Reconciling=True (or has not
+// written Ready, or not for this generation yet). A Ready=False without it
+// is a failure Flux only retries. kstatus would call both InProgress.
+func inProgress(u *unstructured.Unstructured) bool {
+	if c := condition(u, "Reconciling"); c != nil && c.Status == "True" {
+		return true
+	}
+	if c := condition(u, "Ready"); c == nil || c.Status == "Unknown" {
+		return true
+	}
+	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	return observed != u.GetGeneration()
+}
+
+func objectOf(apiVersion, kind, ns, name string) Object {
+	return Object{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
+}
+
+// short is a revision cut to its commit's first 12 hex digits.
+func short(rev string) string {
+	if i := strings.LastIndex(rev, ":"); i >= 0 {
+		rev = rev[i+1:]
+	}
+	return rev[:min(12, len(rev))]
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

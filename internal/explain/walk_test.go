@@ -1,0 +1,196 @@
+package explain
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gate"
+)
+
+const rev = "0123456789abcdef0123456789abcdef01234567"
+
+func ready() []any {
+	return []any{map[string]any{"type": "Ready", "status": "True", "reason": "Succeeded", "message": "Applied"}}
+}
+
+func obj(apiVersion, kind, ns, name string, spec, status map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec, "status": status}}
+	u.SetName(name)
+	u.SetNamespace(ns)
+	u.SetGeneration(1)
+	status["observedGeneration"] = int64(1)
+	return u
+}
+
+// converged builds what a cluster reads once it runs e: the state Walk
+// must call converged, and each test breaks one thing of.
+func converged(t *testing.T) (*fleet.Fleet, gate.Expected, Observed) {
+	t.Helper()
+	f, err := fleet.Load("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Stack = nil
+	e := gate.Expect(f, "stg-h100", rev)
+	o := Observed{Observed: gate.Observed{Kustomizations: map[string]*unstructured.Unstructured{}, HelmReleases: map[string]*unstructured.Unstructured{}, NVIDIADrivers: map[string]*unstructured.Unstructured{}}, Sources: map[string]*unstructured.Unstructured{}, Dependencies: map[string]*unstructured.Unstructured{}}
+	o.Sources["flux-system/flux-system"] = obj(apiSource, "GitRepository", "flux-system", "flux-system", map[string]any{}, map[string]any{"conditions": ready(), "artifact": map[string]any{"revision": "main@sha1:" + rev}})
+	for _, k := range e.Kustomizations {
+		o.Kustomizations[k] = obj(apiKustomization, "Kustomization", "flux-system", k, map[string]any{"sourceRef": map[string]any{"kind": "GitRepository", "name": "flux-system"}}, map[string]any{"conditions": ready(), "lastAppliedRevision": "main@sha1:" + rev})
+	}
+	for key, v := range e.HelmReleases {
+		ns, name, _ := strings.Cut(key, "/")
+		o.HelmReleases[key] = obj(apiHelmRelease, "HelmRelease", ns, name, map[string]any{}, map[string]any{"conditions": ready(), "history": []any{map[string]any{"chartVersion": v}}})
+	}
+	o.ClusterPolicy = obj("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", map[string]any{}, map[string]any{"state": "ready"})
+	for _, n := range e.NVIDIADrivers {
+		o.NVIDIADrivers[n] = obj("nvidia.com/v1alpha1", "NVIDIADriver", "", n, map[string]any{}, map[string]any{"state": "ready"})
+	}
+	for i := range e.Pools[0].Nodes {
+		o.Nodes = append(o.Nodes, corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("h100-%d", i), Labels: map[string]string{"nvidia.com/gpu.product": e.Pools[0].Product, "nvidia.com/gpu.present": "true", v1alpha1.LabelGFDDriverFull: e.Release.Driver}},
+			Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+		})
+	}
+	n := int32(len(o.Nodes))
+	o.Rollout = &v1alpha1.DriverRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: e.Rollout, Generation: 1},
+		Spec:       v1alpha1.DriverRolloutSpec{TargetVersion: e.Release.Driver, FailureBudget: int32(e.MaxQuarantined), NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nvidia.com/gpu.present": "true"}}},
+		Status: v1alpha1.DriverRolloutStatus{ObservedGeneration: 1, Phase: v1alpha1.PhaseCompleted, Total: n, Nodes: v1alpha1.NodeCounts{Done: n},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionCompleted, Status: metav1.ConditionTrue, Reason: "AllNodesDone"}}},
+	}
+	return f, e, o
+}
+
+func TestWalkConverged(t *testing.T) {
+	f, e, o := converged(t)
+	a := Walk(f, e, o)
+	if a.Verdict != Converged || a.At != nil {
+		t.Fatalf("verdict %s at %+v", a.Verdict, a.At)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, a, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "stg-h100 runs r2026-06 (driver 570.172.08) at 0123456789ab: every link holds") {
+		t.Errorf("text:\n%s", b.String())
+	}
+}
+
+// TestWalkProgressing: a rollout moving a node is on its way, not broken;
+// the node in flight is the link that decides, and nothing is broken.
+func TestWalkProgressing(t *testing.T) {
+	f, e, o := converged(t)
+	o.Rollout.Status.Phase, o.Rollout.Status.Conditions = v1alpha1.PhaseProgressing, nil
+	o.Rollout.Status.Nodes.Done--
+	n := &o.Nodes[1]
+	n.Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15"
+	n.Labels[v1alpha1.LabelRollout], n.Labels[v1alpha1.LabelPhase] = e.Rollout, string(v1alpha1.NodeInstalling)
+	n.Spec.Unschedulable = true // the rollout's own cordon
+	a := Walk(f, e, o)
+	if a.Verdict != Progressing || a.Broken() != nil {
+		t.Fatalf("verdict %s, broken %+v", a.Verdict, a.Broken())
+	}
+	if a.At.Step != StepRollout || !strings.Contains(a.At.Message, "Progressing") {
+		t.Errorf("at %+v, want the rollout progressing", a.At)
+	}
+	var node *Node
+	for i := range a.Nodes {
+		if a.Nodes[i].Name == n.Name {
+			node = &a.Nodes[i]
+		}
+	}
+	if node == nil || node.Phase != "Installing" || node.AdminCordoned || !node.Cordoned || node.OnTarget {
+		t.Errorf("node %+v: want Installing, cordoned by the rollout itself, not on target", node)
+	}
+}
+
+// TestWalkCrashLoopingDriverPod: a driver pod that crash-loops is the
+// broken link, with the command that shows its last logs.
+func TestWalkCrashLoopingDriverPod(t *testing.T) {
+	f, e, o := converged(t)
+	o.DriverPods = []corev1.Pod{{
+		ObjectMeta: metav1.ObjectMeta{Name: "nvidia-driver-daemonset-abc", Namespace: "gpu-operator"},
+		Spec:       corev1.PodSpec{NodeName: "h100-0"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "nvidia-driver-ctr", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s restarting failed container"}},
+		}}},
+	}}
+	a := Walk(f, e, o)
+	if a.Verdict != Broken || a.At.Step != StepDriverPod || a.At.Next != "kubectl -n gpu-operator logs nvidia-driver-daemonset-abc -c nvidia-driver-ctr --previous" {
+		t.Fatalf("verdict %s at %+v", a.Verdict, a.At)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, a, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("text:\n%s", b.String())
+	for _, want := range []string{"BROKEN at driverPod: Pod gpu-operator/nvidia-driver-daemonset-abc", "condition: ContainerWaiting=True (CrashLoopBackOff)", "next:      kubectl -n gpu-operator logs"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestWalkBlockedAndAborted: what a broken step applies is blocked behind
+// it, not broken again; an aborted rollout rolling back is on its way, and
+// once Aborted its nodes are what counts.
+func TestWalkBlockedAndAborted(t *testing.T) {
+	f, e, o := converged(t)
+	o.Kustomizations["config"].Object["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "False", "reason": "BuildFailed", "message": "kustomization path not found"}}
+	delete(o.NVIDIADrivers, e.NVIDIADrivers[0])
+	a := Walk(f, e, o)
+	if a.At == nil || a.At.Object.Name != "config" || a.At.Next != "flux events --for Kustomization/config -n flux-system" {
+		t.Fatalf("at %+v, want the config Kustomization", a.At)
+	}
+	for _, l := range a.Chain {
+		if l.Step == StepNVIDIADriver && l.State != Blocked {
+			t.Errorf("the missing NVIDIADriver is %s, want blocked behind config: %s", l.State, l.Message)
+		}
+	}
+
+	f, e, o = converged(t)
+	o.Rollout.Spec.Abort, o.Rollout.Spec.TargetVersion = true, "580.95.05"
+	o.Rollout.Status.Phase, o.Rollout.Status.Conditions = v1alpha1.PhaseAborting, nil
+	if a := Walk(f, e, o); a.Verdict != Progressing || a.At.Step != StepRollout || !strings.Contains(a.At.Message, "rolling its nodes back") {
+		t.Errorf("aborting: verdict %s at %+v", a.Verdict, a.At)
+	}
+	o.Rollout.Status.Phase = v1alpha1.PhaseAborted
+	if a := Walk(f, e, o); a.Verdict != Converged {
+		t.Errorf("aborted with every node back: verdict %s at %+v", a.Verdict, a.At)
+	}
+}
+
+// TestWalkTimeoutBelowStartupWhileWaiting: a Kustomization still waiting
+// for its health checks, with a timeout shorter than the service's
+// declared start-up, is broken already: it will give up first.
+func TestWalkTimeoutBelowStartupWhileWaiting(t *testing.T) {
+	f, err := fleet.Load("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, o := converged(t)
+	e := gate.Expect(f, "stg-h100", rev)
+	for _, k := range e.Kustomizations {
+		if o.Kustomizations[k] == nil {
+			o.Kustomizations[k] = obj(apiKustomization, "Kustomization", "flux-system", k, map[string]any{"sourceRef": map[string]any{"kind": "GitRepository", "name": "flux-system"}}, map[string]any{"conditions": ready(), "lastAppliedRevision": "main@sha1:" + rev})
+		}
+	}
+	vllm := o.Kustomizations["app-vllm"]
+	vllm.Object["spec"].(map[string]any)["timeout"] = "5m"
+	vllm.Object["status"].(map[string]any)["conditions"] = []any{
+		map[string]any{"type": "Ready", "status": "Unknown", "reason": "Progressing", "message": "Reconciliation in progress"},
+		map[string]any{"type": "Reconciling", "status": "True", "reason": "Progressing", "message": "Running health checks with a timeout of 5m0s"},
+	}
+	a := Walk(f, e, o)
+	if a.Verdict != Broken || a.At.Step != StepTimeout || a.At.Object.Name != "app-vllm" || !strings.Contains(a.At.Message, "spec.timeout 5m is shorter than the start-up time 15m0s declared by service vllm") {
+		t.Fatalf("verdict %s at %+v", a.Verdict, a.At)
+	}
+}
