@@ -5,8 +5,11 @@ TESTBIN   := $(BIN)/testbin
 PKGS      := ./...
 # Tests that need the testbed find its binaries here (see hack/testbin.sh).
 export GPUFLEET_TESTBIN := $(abspath $(TESTBIN))
+# `gpufleet secret` runs sops; under make, the one testbin builds (tests that
+# run the CLI in-process find it through this).
+export GPUFLEET_SOPS := $(abspath $(TESTBIN))/sops
 
-.PHONY: all build test test-unit lint bench generate verify-generate testbin soak-sim chaos fuzz clean
+.PHONY: all build test test-unit lint bench bench-peer generate verify-generate testbin soak-sim chaos fuzz clean
 
 all: build
 
@@ -14,7 +17,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-## testbin: build the testbed programs (kube-apiserver, -controller-manager, -scheduler, etcd, Flux, the GPU Operator, kwok; cached; slow the first time)
+## testbin: build the testbed programs (kube-apiserver, -controller-manager, -scheduler, etcd, Flux, the GPU Operator, kwok, sops; cached; slow the first time)
 testbin:
 	bash hack/testbin.sh $(TESTBIN)
 
@@ -32,10 +35,22 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: performance figures (see docs/performance.md); BENCHTIME=3x for steadier numbers
+## bench: performance figures (see docs/performance.md); BENCHTIME=3x for steadier numbers. The output
+## goes to bin/bench.txt too, and the fleet-scale benchmarks (clusters=N, nodes=N) to docs/scaling.svg
 BENCHTIME ?= 1x
+BENCHOUT  ?= $(BIN)/bench.txt
 bench: testbin
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS)
+	@mkdir -p $(BIN)
+	@{ $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m $(PKGS); echo $$? > $(BENCHOUT).rc; } | tee $(BENCHOUT)
+	@rc=$$(cat $(BENCHOUT).rc); rm -f $(BENCHOUT).rc; [ "$$rc" = 0 ] || exit $$rc
+	$(GO) run ./hack/benchplot -o docs/scaling.svg -title "make bench, $$(date -u +%F), load average $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" $(BENCHOUT)
+
+## bench-peer: the GPU Operator's upgrade controller alone, gpufleet's actuator and the operator gated by gpufleet, on the real operator (docs/peer.md; not in make test). PEER_NODES=24,100 PEER_RUNS=3
+PEER_NODES ?= 24
+PEER_RUNS ?= 3
+bench-peer: testbin
+	GPUFLEET_PEER=1 GPUFLEET_PEER_NODES=$(PEER_NODES) GPUFLEET_PEER_RUNS=$(PEER_RUNS) GPUFLEET_PEER_TABLE=$(CURDIR)/bin/peer-table.md \
+		$(GO) test -run '^$$' -bench '^BenchmarkPeer$$' -benchtime 1x -timeout 180m ./test/e2e/
 
 ## generate: CRDs and deepcopy from api/ markers, RBAC from the controller's markers (controller-gen)
 generate:

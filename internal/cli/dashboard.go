@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpufleet/gpufleet/internal/dashboard"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+// dashboardOptions are the flags of `gpufleet dashboard`.
+type dashboardOptions struct {
+	fleetFile, kubeconfig, listen string
+	ttl                           time.Duration
+}
+
+func newDashboardCommand(s Streams) *cobra.Command {
+	o := &dashboardOptions{}
+	cmd := &cobra.Command{
+		Use:   "dashboard [-f fleet.toml] [--kubeconfig K] [--listen 127.0.0.1:8080]",
+		Short: "Serve a live, read-only web view of the fleet (loopback only by default)",
+		Long: `dashboard serves one web page of the fleet, live: the waves in order, each
+cluster with the release the fleet file gives it, what the promotion waits for
+and the exact next command (as gpufleet status says them), and per cluster the
+gate's checks, the Flux objects' readiness, the DriverRollout's nodes as a
+timeline of phases, its failure budget and maintenance window. A cluster that
+cannot be reached is shown as unreachable, with the error.
+
+It is read-only: it writes nothing to the clusters, to git or to the fleet
+file, and has no login. It binds to loopback (127.0.0.1:8080) by default;
+give --listen another address only behind something that authenticates:
+anyone who reaches the port sees the fleet.
+
+Each cluster is watched once (one informer per kind, one probe of /readyz every
+5 s), whatever the number of browsers; its view is rebuilt at most once per
+--ttl. The fleet file and its repository's HEAD are read again when they
+change. It runs until interrupted.
+
+Exit codes: 0 stopped by a signal; 1 the fleet file is invalid; 2 bad command
+line; 3 the fleet file or the listen address could not be used.`,
+		Example: `  gpufleet dashboard -f fleet.toml
+  gpufleet dashboard --kubeconfig ~/.kube/fleet --listen 127.0.0.1:9000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return withCode(ExitUsage, err)
+			}
+			return o.run(cmd.Context(), s.Out, s.Err)
+		},
+	}
+	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve on (loopback by default: the page has no login)")
+	cmd.Flags().DurationVar(&o.ttl, "ttl", dashboard.DefaultTTL, "shortest time between two reads of one cluster's view")
+	return cmd
+}
+
+func (o *dashboardOptions) validate() error {
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return fmt.Errorf("--listen %q: %w", o.listen, err)
+	}
+	if o.ttl <= 0 {
+		return errors.New("--ttl must be positive")
+	}
+	return nil
+}
+
+func (o *dashboardOptions) run(ctx context.Context, out, errOut io.Writer) error {
+	if _, err := loadFleet(o.fleetFile); err != nil {
+		return err
+	}
+	// The page shows every cluster's read and watch errors; the client
+	// libraries' own logs would repeat them on the terminal once per retry
+	// of every unreachable cluster.
+	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	d, err := dashboard.New(dashboard.Options{
+		FleetFile: o.fleetFile, Kubeconfig: o.kubeconfig, TTL: o.ttl, Explain: dashboard.ExplainLibrary{},
+		Logf: func(format string, args ...any) { fmt.Fprintf(errOut, "dashboard: "+format+"\n", args...) },
+	})
+	var probs fleet.Problems
+	switch {
+	case errors.As(err, &probs):
+		return withCode(ExitFailed, err)
+	case err != nil:
+		return withCode(ExitUnknown, err)
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return withCode(ExitUnknown, err)
+	}
+	if !dashboard.IsLoopback(o.listen) {
+		fmt.Fprintf(errOut, "gpufleet: warning: %s is not loopback: the dashboard has no login, anyone who reaches it sees the fleet\n", o.listen)
+	}
+	fmt.Fprintf(out, "gpufleet dashboard (read-only) on http://%s/\n", ln.Addr())
+	return d.Serve(ctx, ln)
+}
