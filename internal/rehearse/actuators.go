@@ -95,10 +95,14 @@ func UnfinishedComparisons(all []Comparison) error {
 	return errors.Join(errs...)
 }
 
-// rehearseWith is rehearse with the DriverRollout's actuator set to a. On
-// the operator's path the nodes start held with its skip label, as the
-// rollout before this one leaves them, and the simulator plays the
-// operator's upgrade controller (sim's operator model).
+// rehearseWith is rehearse with the DriverRollout's actuator set to a
+// (empty: the one its policy names). On the operator's path the nodes
+// start held with its skip label, as the rollout before this one leaves
+// them, and the simulator plays the operator's upgrade controller (sim's
+// operator model). A file with nothing to move from rehearses a
+// reinstall. The approval `gpufleet approve` writes comes as soon as the
+// rollout asks for it: the rehearsal measures the machinery, not how long
+// a person takes.
 func (o Options) rehearseWith(cluster, release string, a v1alpha1.Actuator) (Rehearsal, error) {
 	f := o.Fleet
 	p := f.PolicyFor(cluster)
@@ -106,7 +110,9 @@ func (o Options) rehearseWith(cluster, release string, a v1alpha1.Actuator) (Reh
 	if err != nil {
 		return Rehearsal{}, err
 	}
-	ro.Spec.Actuator = a
+	if a != "" {
+		ro.Spec.Actuator = a
+	}
 	target, previous := ro.Spec.TargetVersion, ro.Spec.PreviousVersion
 	drill := f.Releases[release].ExpectFailure
 	if previous == "" {
@@ -123,7 +129,7 @@ func (o Options) rehearseWith(cluster, release string, a v1alpha1.Actuator) (Reh
 	if len(nodes) == 0 {
 		return Rehearsal{}, errors.New("the cluster has no GPU nodes: give --nodes")
 	}
-	if a == v1alpha1.ActuatorGPUOperator {
+	if ro.Spec.Actuator == v1alpha1.ActuatorGPUOperator {
 		for i := range nodes {
 			l := maps.Clone(nodes[i].Labels)
 			l[v1alpha1.LabelOperatorUpgradeSkip] = "true"

@@ -139,52 +139,10 @@ func Unfinished(all []Rehearsal) error {
 // rehearse simulates cluster's rollout under its policy: the very
 // DriverRollout render writes for the cluster once the release reaches it
 // (render.DriverRollout), over nodes labelled as GPU Feature Discovery
-// labels them, so that its node selector picks them as it would.
+// labels them, so that its node selector picks them as it would. The
+// rollout keeps the actuator its policy names.
 func (o Options) rehearse(cluster, release string) (Rehearsal, error) {
-	f := o.Fleet
-	p := f.PolicyFor(cluster)
-	ro, err := render.DriverRollout(f, cluster, release)
-	if err != nil {
-		return Rehearsal{}, err
-	}
-	target, previous := ro.Spec.TargetVersion, ro.Spec.PreviousVersion
-	drill := f.Releases[release].ExpectFailure
-	if previous == "" {
-		// Nothing to move from in the file: rehearse a reinstall.
-		previous = target
-	}
-
-	var nodes []planner.Node
-	if o.Nodes > 0 {
-		nodes = sim.Nodes(o.Nodes, "gpu", gpuNodeLabels(f.Clusters[cluster], nil), previous)
-	} else {
-		for _, pool := range f.Clusters[cluster].Pools {
-			nodes = append(nodes, sim.Nodes(pool.Nodes, pool.Name, gpuNodeLabels(f.Clusters[cluster], pool), previous)...)
-		}
-	}
-	if len(nodes) == 0 {
-		return Rehearsal{}, errors.New("the cluster has no GPU nodes: give --nodes")
-	}
-	prof := sim.DefaultProfile()
-	prof.InstallFailRate, prof.XIDRate = o.FailRate, o.XIDRate
-	if drill && !o.FailRateSet {
-		prof.InstallFailRate = 1
-	}
-	res, err := sim.Run(sim.Config{
-		Rollout: ro, Nodes: nodes, Start: o.Start, Seed: o.Seed, Profile: prof,
-		Record: o.Record, Tick: time.Minute,
-		// The rehearsal measures the machinery, not how long a person
-		// takes: the approval `gpufleet approve` writes comes as soon as
-		// the rollout asks for it.
-		ApproveWhenAsked: true,
-	})
-	if err != nil {
-		return Rehearsal{}, err
-	}
-	return Rehearsal{
-		Cluster: cluster, Rollout: ro.Name, Previous: previous, Target: target, Policy: DescribePolicy(p),
-		Report: sim.Summarise(ro, res), result: res, rollout: ro, calendar: planner.NewCalendar(&ro.Spec),
-	}, nil
+	return o.rehearseWith(cluster, release, "")
 }
 
 // gpuNodeLabels are the labels a node of pool carries in a real cluster:
