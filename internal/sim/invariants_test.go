@@ -33,13 +33,10 @@ func seeds(t *testing.T) int {
 	return n
 }
 
-// randomConfig draws a small rollout with everything that can go wrong:
-// failing installs and rollbacks, XIDs, wrong versions, nodes going
-// NotReady, admins cordoning, windows, freezes, remediation labels, and a
-// script of approvals (right and wrong), pauses and aborts.
-func randomConfig(seed uint64) sim.Config {
-	r := rand.New(rand.NewPCG(seed, 42))
-	name := "r" + strconv.FormatUint(seed, 10)
+// randomPolicy draws the policy both actuators' randomized runs share
+// (slots, budget, soak, timeouts, maxUnavailable, canary, approval), in
+// one order so that each seed draws the same policy it always did.
+func randomPolicy(r *rand.Rand, name string) *pt.RolloutBuilder {
 	b := pt.Rollout(name).
 		Parallel(int32(1+r.IntN(5))).
 		Budget(int32(r.IntN(4))).
@@ -60,6 +57,17 @@ func randomConfig(seed uint64) sim.Config {
 	if r.IntN(3) == 0 {
 		b.AutoApprove()
 	}
+	return b
+}
+
+// randomConfig draws a small rollout with everything that can go wrong:
+// failing installs and rollbacks, XIDs, wrong versions, nodes going
+// NotReady, admins cordoning, windows, freezes, remediation labels, and a
+// script of approvals (right and wrong), pauses and aborts.
+func randomConfig(seed uint64) sim.Config {
+	r := rand.New(rand.NewPCG(seed, 42))
+	name := "r" + strconv.FormatUint(seed, 10)
+	b := randomPolicy(r, name)
 	if r.IntN(2) == 0 {
 		tz := []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[r.IntN(4)]
 		start := r.IntN(24)

@@ -27,26 +27,7 @@ import (
 func randomOperatorConfig(seed uint64) sim.Config {
 	r := rand.New(rand.NewPCG(seed, 17))
 	name := "op" + strconv.FormatUint(seed, 10)
-	b := pt.Rollout(name).
-		Parallel(int32(1+r.IntN(5))).
-		Budget(int32(r.IntN(4))).
-		Soak(time.Duration(5+r.IntN(60))*time.Minute).
-		Timeouts(time.Duration(5+r.IntN(30))*time.Minute, time.Duration(5+r.IntN(20))*time.Minute, time.Duration(2+r.IntN(10))*time.Minute).
-		OutOfService("gpufleet.io/remediation", "true")
-	if r.IntN(3) == 0 {
-		b.MaxUnavailablePercent(fmt.Sprintf("%d%%", 1+r.IntN(60)))
-	} else {
-		b.MaxUnavailable(int32(1 + r.IntN(5)))
-	}
-	switch r.IntN(3) {
-	case 0:
-		b.Canary(int32(1 + r.IntN(2)))
-	case 1:
-		b.CanaryNodes("gpu-01")
-	}
-	if r.IntN(3) == 0 {
-		b.AutoApprove()
-	}
+	b := randomPolicy(r, name)
 	if r.IntN(2) == 0 {
 		tz := []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[r.IntN(4)]
 		start := r.IntN(24)
