@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -227,7 +225,7 @@ func TestExplainOnRealCluster(t *testing.T) {
 	}
 
 	t.Run("an unreachable cluster fails closed", func(t *testing.T) {
-		kc := kubeconfigWithServer(t, tb.Kubeconfig, cluster, "https://"+closedPort(t))
+		kc := gatetest.KubeconfigWithServer(t, tb.Kubeconfig, cluster, "https://"+gatetest.ClosedPort(t))
 		a, err := run(t, f, kc)
 		var unreadable *explain.UnreadableError
 		if !errors.As(err, &unreadable) || a != nil || !strings.Contains(err.Error(), "connection refused") {
@@ -398,30 +396,4 @@ func edit(ctx context.Context, c client.Client, apiVersion, kind, ns, name strin
 			_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
 		}
 	})
-}
-
-func kubeconfigWithServer(t *testing.T, path, context, server string) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Clusters[cfg.Contexts[context].Cluster].Server = server
-	out := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }

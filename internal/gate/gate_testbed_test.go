@@ -3,7 +3,6 @@ package gate_test
 import (
 	"context"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -207,7 +205,7 @@ func TestGateOnRealClusters(t *testing.T) {
 	})
 
 	t.Run("an unreachable cluster fails closed while the others are checked", func(t *testing.T) {
-		kc := kubeconfigWithServer(t, tb.Kubeconfig, "prod-h100-b", "https://"+closedPort(t))
+		kc := gatetest.KubeconfigWithServer(t, tb.Kubeconfig, "prod-h100-b", "https://"+gatetest.ClosedPort(t))
 		rep := runGate(t, f, kc, 10*time.Second, "prod-h100-a", "prod-h100-b")
 		var unknown []gate.Check
 		passedA := 0
@@ -231,7 +229,7 @@ func TestGateOnRealClusters(t *testing.T) {
 	})
 
 	t.Run("a cluster that does not answer times out", func(t *testing.T) {
-		kc := kubeconfigWithServer(t, tb.Kubeconfig, "prod-h100-b", "https://"+silentServer(t))
+		kc := gatetest.KubeconfigWithServer(t, tb.Kubeconfig, "prod-h100-b", "https://"+silentServer(t))
 		start := time.Now()
 		rep := runGate(t, f, kc, 2*time.Second, "prod-h100-b")
 		if rep.Verdict() != gate.Unknown || !strings.Contains(rep.Checks[0].Message, "timed out after 2s") {
@@ -263,32 +261,6 @@ func resourceVersions(t *testing.T, c client.Client) string {
 		b.WriteString(d.ResourceVersion + ",")
 	}
 	return b.String()
-}
-
-func kubeconfigWithServer(t *testing.T, path, context, server string) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Clusters[cfg.Contexts[context].Cluster].Server = server
-	out := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // silentServer accepts connections on loopback and never answers.
