@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -378,31 +379,45 @@ func pollTransitions(ctx context.Context, t *testing.T, w *lab.World, cluster, r
 	out := transitions{ch: make(chan []transition)}
 	seen := map[string]bool{}
 	var all []transition
-	c := w.Client(cluster)
+	// A watch, not a poll: a phase can last less than any poll interval
+	// (a node with nothing to evict drains in milliseconds), and every
+	// write of the controller is one watch event.
+	wc, err := client.NewWithWatch(w.Testbed.Cluster(cluster).Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := func(n *corev1.Node) {
+		st := v1alpha1.NodeStateOf(n.Labels, n.Annotations)
+		if st.Rollout != rollout || st.Phase == "" || st.Since.IsZero() {
+			return
+		}
+		key := fmt.Sprintf("%s/%s/%d", n.Name, st.Phase, st.Since.UnixNano())
+		if !seen[key] {
+			seen[key] = true
+			all = append(all, transition{Node: n.Name, Phase: string(st.Phase), Since: st.Since})
+		}
+	}
 	go func() {
-		tick := time.NewTicker(25 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case out.ch <- slices.Clone(all):
-				continue
-			case <-tick.C:
-			}
-			var nodes corev1.NodeList
-			if err := c.List(ctx, &nodes); err != nil {
+		for ctx.Err() == nil {
+			wi, err := wc.Watch(ctx, &corev1.NodeList{})
+			if err != nil {
+				time.Sleep(25 * time.Millisecond)
 				continue
 			}
-			for _, n := range nodes.Items {
-				st := v1alpha1.NodeStateOf(n.Labels, n.Annotations)
-				if st.Rollout != rollout || st.Phase == "" || st.Since.IsZero() {
-					continue
-				}
-				key := fmt.Sprintf("%s/%s/%d", n.Name, st.Phase, st.Since.UnixNano())
-				if !seen[key] {
-					seen[key] = true
-					all = append(all, transition{Node: n.Name, Phase: string(st.Phase), Since: st.Since})
+			for open := true; open; {
+				select {
+				case <-ctx.Done():
+					wi.Stop()
+					return
+				case out.ch <- slices.Clone(all):
+				case ev, ok := <-wi.ResultChan():
+					if !ok {
+						open = false
+						break
+					}
+					if n, isNode := ev.Object.(*corev1.Node); isNode {
+						note(n)
+					}
 				}
 			}
 		}
