@@ -141,8 +141,10 @@ func TestMaxUnavailableKeepsAdminCordon(t *testing.T) {
 	nodes, _ := pool(t, "maxu", 4, oldDriver)
 	admin := nodes[2]
 	n := getNode(t, admin)
+	base := n.DeepCopy()
 	n.Spec.Unschedulable = true
-	if err := suite.c.Update(ctx, n); err != nil {
+	// A merge patch, as kubectl cordon sends: nothing to conflict with.
+	if err := suite.c.Patch(ctx, n, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	s := sample(t, nodes)

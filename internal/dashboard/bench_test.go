@@ -149,8 +149,9 @@ func BenchmarkDashboard200x100(b *testing.B) {
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			b.Fatal(err)
 		}
+		base := n.DeepCopy()
 		n.Labels[v1alpha1.LabelPhase] = phase
-		if err := c.Update(ctx, n); err != nil {
+		if err := c.Patch(ctx, n, client.MergeFrom(base)); err != nil {
 			b.Fatal(err)
 		}
 		waitAll(b, d, func(v *dashboard.ClusterView) bool {

@@ -83,8 +83,11 @@ func TestGateOnRealClusters(t *testing.T) {
 			if err := b.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
 				t.Fatal(err)
 			}
+			base := n.DeepCopy()
 			mutate(&n)
-			if err := b.Update(ctx, &n); err != nil {
+			// A merge patch, as kubectl sends: kwok and the node lifecycle
+			// controller write nodes too, so an update could conflict.
+			if err := b.Patch(ctx, &n, client.MergeFrom(base)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -120,12 +120,15 @@ func setKwok(ctx context.Context, t *testing.T, c *Cluster, on bool) {
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: SystemNode}, n); err != nil {
 		t.Fatal(err)
 	}
+	base := n.DeepCopy()
 	if on {
 		n.Labels[KwokNodeLabel] = "fake"
 	} else {
 		delete(n.Labels, KwokNodeLabel)
 	}
-	if err := c.Client.Update(ctx, n); err != nil {
+	// A merge patch, as kubectl label sends: the node lifecycle controller
+	// and kwok write this node all the time, so an update would conflict.
+	if err := c.Client.Patch(ctx, n, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 }
