@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -74,6 +75,9 @@ type Options struct {
 	// ControllerTransport, when set, wraps the controller's transport to
 	// the API server, e.g. to count its requests.
 	ControllerTransport func(http.RoundTripper) http.RoundTripper
+	// AuditLog has each API server write an audit log (see
+	// [testbed.Cluster.Requests]), to count each program's requests.
+	AuditLog bool
 	// OnError, when set, is told of failures of what runs in the
 	// background (the GPU Operator, a controller) while the world is up.
 	OnError func(error)
@@ -148,7 +152,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	tb, err := testbed.Start(ctx, testbed.Options{
 		Clusters: o.Clusters, CRDDirs: crds,
 		Flux: true, Git: true, Kube: true, Kwok: true, Scheme: gatetest.Scheme(),
-		Dir: o.Dir, StartTimeout: 3 * time.Minute,
+		Dir: o.Dir, StartTimeout: 3 * time.Minute, AuditLog: o.AuditLog,
 	})
 	if err != nil {
 		return nil, err
@@ -201,6 +205,10 @@ func (w *World) startCluster(ctx context.Context, name string, o Options, report
 		return nil
 	}
 	cfg := rest.CopyConfig(c.Config)
+	// The user agent the gpufleet-controller program sends (client-go's
+	// default names the program), so that the API server's audit log tells
+	// the controller's requests from the rest of this process's.
+	cfg.UserAgent = "gpufleet-controller/lab (" + runtime.GOOS + "/" + runtime.GOARCH + ")"
 	if o.ControllerTransport != nil {
 		cfg.Wrap(o.ControllerTransport)
 	}

@@ -39,6 +39,9 @@ type Cluster struct {
 	Kube *Kube
 	// GPUOperator is nil until [Cluster.StartGPUOperator].
 	GPUOperator *GPUOperator
+	// AuditLog is the API server's audit log; empty unless the testbed was
+	// started with [Options.AuditLog].
+	AuditLog string
 
 	kwok *process
 	bins Binaries
@@ -55,6 +58,7 @@ type clusterSpec struct {
 	scheme   *runtime.Scheme
 	timeout  time.Duration
 	withFlux bool
+	audit    bool
 }
 
 // startCluster starts etcd and kube-apiserver and installs the CRDs.
@@ -96,6 +100,19 @@ func startCluster(spec clusterSpec) (*Cluster, error) {
 			Etcd:      &envtest.Etcd{Path: etcdPath},
 		},
 	}
+	var auditLog string
+	if spec.audit {
+		flags, path, err := auditFlags(spec.dir)
+		if err != nil {
+			apiLog.Close()
+			return nil, fmt.Errorf("cluster %s: %w", spec.name, err)
+		}
+		args := env.ControlPlane.APIServer.Configure()
+		for k, v := range flags {
+			args.Set(k, v)
+		}
+		auditLog = path
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// Start can fail after the processes are up (e.g. a bad CRD): stop them.
@@ -104,7 +121,7 @@ func startCluster(spec clusterSpec) (*Cluster, error) {
 		return nil, errors.Join(fmt.Errorf("start cluster %s: %w; kube-apiserver log tail:\n%s",
 			spec.name, err, tailFile(apiLog.Name(), 20)), stopErr)
 	}
-	c := &Cluster{Name: spec.name, Config: cfg, Dir: spec.dir, env: env, bins: spec.bins}
+	c := &Cluster{Name: spec.name, Config: cfg, Dir: spec.dir, env: env, bins: spec.bins, AuditLog: auditLog}
 	c.Client, err = client.New(cfg, client.Options{Scheme: spec.scheme})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("cluster %s: client: %w", spec.name, err), c.stopControlPlane())

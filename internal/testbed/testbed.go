@@ -60,6 +60,9 @@ type Options struct {
 	// StartTimeout bounds the start of each control plane and of Flux;
 	// 90 s when zero (two cores starting several clusters at once are slow).
 	StartTimeout time.Duration
+	// AuditLog makes each API server write an audit log of every request's
+	// metadata (see [Cluster.Requests]), to count what each program asked.
+	AuditLog bool
 }
 
 // Testbed is a set of running clusters, and optionally a git server.
@@ -144,6 +147,7 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 			clusters[i], errs[i] = startCluster(clusterSpec{
 				name: name, bins: bins, dir: filepath.Join(tb.Dir, name),
 				crdDirs: crdDirs, crds: opts.CRDs, scheme: opts.Scheme, timeout: opts.StartTimeout,
+				audit: opts.AuditLog,
 			})
 		})
 	}
