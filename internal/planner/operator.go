@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
@@ -416,4 +418,23 @@ func versionOr(v string) string {
 		return "no version"
 	}
 	return v
+}
+
+// operatorTaintProblem refuses, on the operator's path, a quarantine taint
+// the operator's driver DaemonSet does not tolerate: such a taint takes the
+// node out of the DaemonSet's desired count while its driver pod runs on,
+// and the operator's upgrade controller then builds no state at all ("driver
+// DaemonSet should not have Unscheduled pods"): one quarantined node would
+// stop every upgrade of the cluster. render makes the DaemonSet tolerate
+// gpufleet's own taint only, so only that one is safe here.
+func operatorTaintProblem(spec *v1alpha1.DriverRolloutSpec) string {
+	t := spec.Quarantine.Taint
+	if v1alpha1.ActuatorOf(spec) != v1alpha1.ActuatorGPUOperator || t == nil || t.Key == v1alpha1.TaintQuarantined ||
+		(t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute) {
+		return ""
+	}
+	return fmt.Sprintf("spec.quarantine.taint %s:%s: on the %s actuator the operator's driver DaemonSet tolerates only %s "+
+		"(render writes that toleration), and a node with another %s taint would stop every upgrade of the cluster; "+
+		"leave spec.quarantine.taint unset or use key %s", t.Key, t.Effect, v1alpha1.ActuatorGPUOperator,
+		v1alpha1.TaintQuarantined, t.Effect, v1alpha1.TaintQuarantined)
 }

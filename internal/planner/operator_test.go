@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
@@ -171,6 +173,53 @@ func TestOperatorAbortReleasesForThePoolsRollback(t *testing.T) {
 func readyMessage(st v1alpha1.DriverRolloutStatus) string {
 	for _, c := range st.Conditions {
 		if c.Type == v1alpha1.ConditionReady {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// TestOperatorRefusesATaintItsDaemonSetWouldNotTolerate: on the operator's
+// path a quarantine taint other than gpufleet's own (which render makes the
+// driver DaemonSet tolerate) would wedge the operator's upgrade controller
+// once a node carries it, so the rollout stalls before it moves anything;
+// gpufleet's own key, an effect that keeps no DaemonSet pod off, and the
+// gpufleet actuator are all fine.
+func TestOperatorRefusesATaintItsDaemonSetWouldNotTolerate(t *testing.T) {
+	nodes := []planner.Node{
+		opNode("gpu-00", v1alpha1.OperatorStateUpgradeRequired, true).Build(),
+		opNode("gpu-01", v1alpha1.OperatorStateUpgradeRequired, true).Build(),
+	}
+	withTaint := func(key string, effect corev1.TaintEffect) *v1alpha1.DriverRollout {
+		ro := operatorRollout().Build()
+		ro.Spec.Quarantine.Taint = &corev1.Taint{Key: key, Value: "true", Effect: effect}
+		return ro
+	}
+	r := opPlan(withTaint("example.com/broken", corev1.TaintEffectNoSchedule), nodes...)
+	if len(r.Transitions) != 0 || r.Status.Phase != v1alpha1.PhaseStalled || !strings.Contains(stalledMessage(r), "example.com/broken:NoSchedule") {
+		t.Errorf("custom NoSchedule taint: phase %s, %v, %q; want stalled, nothing moved, the taint named", r.Status.Phase, briefs(r.Transitions), stalledMessage(r))
+	}
+	if r := opPlan(withTaint("example.com/broken", corev1.TaintEffectNoExecute), nodes...); r.Status.Phase != v1alpha1.PhaseStalled {
+		t.Errorf("custom NoExecute taint: phase %s, want stalled", r.Status.Phase)
+	}
+	for name, ro := range map[string]*v1alpha1.DriverRollout{
+		"gpufleet's key":   withTaint(v1alpha1.TaintQuarantined, corev1.TaintEffectNoExecute),
+		"PreferNoSchedule": withTaint("example.com/soft", corev1.TaintEffectPreferNoSchedule),
+	} {
+		if r := opPlan(ro, nodes...); len(find(r, "gpu-00")) == 0 {
+			t.Errorf("%s: the canary was not released: phase %s %q", name, r.Status.Phase, stalledMessage(r))
+		}
+	}
+	ro := withTaint("example.com/broken", corev1.TaintEffectNoSchedule)
+	if r := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: nodes}, now); r.Status.Phase == v1alpha1.PhaseStalled {
+		t.Errorf("gpufleet actuator with a custom taint: stalled %q; its own actuator tolerates any", stalledMessage(r))
+	}
+}
+
+// stalledMessage is the Stalled condition's message, if any.
+func stalledMessage(r planner.Result) string {
+	for _, c := range r.Status.Conditions {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == "True" {
 			return c.Message
 		}
 	}

@@ -128,6 +128,9 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		}
 		oos = append(oos, s)
 	}
+	if msg := operatorTaintProblem(p.spec); msg != "" {
+		p.problems = append(p.problems, msg)
+	}
 	first := p.firstPeers(snap.Others)
 	// One slice for every node's work, reused from pass to pass (see
 	// release): the planner runs on every reconcile of pools of thousands
