@@ -86,6 +86,9 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkActuators(dir, f, next, &step); err != nil {
+		return nil, err
+	}
 	gateLine, err := runGate(ctx, o, f, step)
 	if err != nil {
 		return nil, err

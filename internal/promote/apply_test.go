@@ -405,19 +405,7 @@ func TestDowngradeWarnsAndIsNotOffered(t *testing.T) {
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := fleet.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := render.Render(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := render.Write(out, filepath.Dir(path)); err != nil {
-		t.Fatal(err)
-	}
-	gitT(t, filepath.Dir(path), "add", "-A")
-	gitT(t, filepath.Dir(path), "commit", "-q", "-m", "r2026-10 stable")
+	f := renderCommit(t, path, "r2026-10 stable")
 	if next := StatusOf(f).Next; next != "gpufleet start r2027-01" {
 		t.Errorf("status offers %q, want only the newer release", next)
 	}

@@ -3,6 +3,7 @@ package promote
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -40,6 +41,12 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 	step, newSrc, next, err := stepFleet(f, m)
 	if err != nil {
 		return nil, err
+	}
+	if f.Path != "" {
+		// The refusal Apply would make, against the files beside the fleet.
+		if err := checkActuators(filepath.Dir(f.Path), f, next, &step); err != nil {
+			return nil, err
+		}
 	}
 	// Only the clusters the step reaches: the others render the same.
 	before, after, err := renderReached(f, next, ro)
