@@ -302,7 +302,11 @@ func (p *planner) startOperator() {
 	}
 	if slots >= p.set.Parallel {
 		if operatorFailed > 0 {
-			p.blocked = fmt.Sprintf("waiting: the operator counts %s in %s as upgrades in progress (maxParallelUpgrades %d)", plural(operatorFailed, "node"), v1alpha1.OperatorStateFailed, p.set.Parallel)
+			// Say how to get out: the operator frees the slot only once the
+			// node's driver pod runs in sync (a repaired node), or when the
+			// node is gone.
+			p.blocked = fmt.Sprintf("waiting: the operator counts %s in %s as upgrades in progress (maxParallelUpgrades %d): "+
+				"repair or remove the failed node(s), or raise parallel-nodes", plural(operatorFailed, "node"), v1alpha1.OperatorStateFailed, p.set.Parallel)
 		}
 		return
 	}

@@ -147,6 +147,24 @@ func TestOperatorFailedNodesTakeTheOperatorsSlots(t *testing.T) {
 	if len(r.Transitions) != 0 {
 		t.Fatalf("transitions %v, want none", briefs(r.Transitions))
 	}
+	// Past a canary that passed, the failed node's slot is what holds the
+	// rest back, and the status says so, with the way out.
+	ro.Status.Canary.Nodes = []string{"gpu-02"}
+	r = opPlan(ro,
+		opNode("gpu-00", v1alpha1.OperatorStateFailed, true).Owner("r").In(v1alpha1.NodeQuarantined, ago(time.Hour)).Failed().Build(),
+		opNode("gpu-01", v1alpha1.OperatorStateUpgradeRequired, true).Build(),
+		opNode("gpu-02", v1alpha1.OperatorStateDone, true).Owner("r").In(v1alpha1.NodeDone, ago(time.Hour)).Uncordoned().Driver(true, pt.Target).Build(),
+	)
+	if len(r.Transitions) != 0 {
+		t.Fatalf("past the canary: transitions %v, want none", briefs(r.Transitions))
+	}
+	var msgs []string
+	for _, c := range r.Status.Conditions {
+		msgs = append(msgs, c.Message)
+	}
+	if all := strings.Join(msgs, "\n"); !strings.Contains(all, "1 node in upgrade-failed") || !strings.Contains(all, "raise parallel-nodes") {
+		t.Errorf("conditions %q: want the failed node's slot and the way out said", msgs)
+	}
 }
 
 // TestOperatorAbortReleasesForThePoolsRollback: under abort, nodes that
