@@ -223,6 +223,10 @@ func Write(out *Output, dir string) ([]Change, error) {
 		}
 		if err != nil {
 			rollback()
+			// Folders made for new files go too.
+			for _, c := range changes {
+				pruneEmptyParents(dir, c.Path)
+			}
 			return nil, fmt.Errorf("write %s: %w (nothing was changed)", c.Path, err)
 		}
 		undo = append(undo, func() {
@@ -276,13 +280,18 @@ func createOrReplace(path string, data []byte) error {
 // removeEmptyDirs removes the folders that removals left empty.
 func removeEmptyDirs(dir string, changes []Change) {
 	for _, c := range changes {
-		if c.Action != ActionRemove {
-			continue
+		if c.Action == ActionRemove {
+			pruneEmptyParents(dir, c.Path)
 		}
-		for d := filepath.Dir(filepath.Join(dir, filepath.FromSlash(c.Path))); d != dir && len(d) > len(dir); d = filepath.Dir(d) {
-			if os.Remove(d) != nil {
-				break
-			}
+	}
+}
+
+// pruneEmptyParents removes the folders above rel, up to dir, that are
+// empty.
+func pruneEmptyParents(dir, rel string) {
+	for d := filepath.Dir(filepath.Join(dir, filepath.FromSlash(rel))); d != dir && len(d) > len(dir); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
 		}
 	}
 }

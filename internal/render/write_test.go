@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,19 +76,19 @@ func TestWriteFailureLeavesPreviousOutput(t *testing.T) {
 	before := readTree(t, dir)
 	second := withRollout(t, `rollout = { release = "r2026-10", wave = "prod-ampere" }`)
 
-	calls := 0
+	var calls atomic.Int64
 	writeFileAtomic = func(path string, data []byte) error {
-		if calls++; calls == 10 {
+		if calls.Add(1) == 10 {
 			return errors.New("disk full")
 		}
 		return fsutil.WriteFileAtomic(path, data)
 	}
-	defer func() { writeFileAtomic = fsutil.WriteFileAtomic }()
+	defer func() { writeFileAtomic = createOrReplace }()
 	if _, err := Write(second, dir); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("want the injected failure, got %v", err)
 	}
-	if calls < 10 {
-		t.Fatalf("the failure was never injected (%d writes)", calls)
+	if n := calls.Load(); n < 10 {
+		t.Fatalf("the failure was never injected (%d writes)", n)
 	}
 	if diff := cmp.Diff(before, readTree(t, dir)); diff != "" {
 		t.Errorf("a failed render changed the previous output (-before +after):\n%s", diff)
@@ -101,5 +102,33 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWriteFailureIntoAnEmptyFolderLeavesNothing: when a write into an
+// empty folder fails, every file already written is removed, and the
+// folders made for them too, whichever write failed.
+func TestWriteFailureIntoAnEmptyFolderLeavesNothing(t *testing.T) {
+	out := renderFile(t, exampleFleet)
+	for _, failAt := range []int64{1, 7, int64(len(out.Files))} {
+		dir := t.TempDir()
+		var calls atomic.Int64
+		writeFileAtomic = func(path string, data []byte) error {
+			if calls.Add(1) == failAt {
+				return errors.New("disk full")
+			}
+			return createOrReplace(path, data)
+		}
+		_, err := Write(out, dir)
+		writeFileAtomic = createOrReplace
+		if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Fatalf("failure at write %d: %v, want the injected failure", failAt, err)
+		}
+		if left := readTree(t, dir); len(left) != 0 {
+			t.Errorf("failure at write %d: %d files left", failAt, len(left))
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("failure at write %d: %d entries left in the folder (empty folders kept)", failAt, len(entries))
+		}
 	}
 }
