@@ -3,10 +3,12 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -131,10 +133,22 @@ type peerRun struct {
 	// cluster: node and pod writes per node by every component
 	// (apiserver_request_total), both over the good rollout.
 	reads, writes, cluster float64
-	peak                   float64
-	uncordoned             bool
-	badReached             float64
-	xid                    string
+	// operatorReads, operatorWrites: the GPU Operator's requests per node,
+	// and upgrader the writes per node of what upgrades on this way (the
+	// operator, gpufleet-controller, or both), as the API server's audit
+	// log has them (by user agent: the testbed gives every program the
+	// cluster admin's credentials).
+	operatorReads, operatorWrites, upgrader float64
+	// upgraderNodePods: upgrader's writes to nodes and pods (evictions
+	// included) alone, per node; the operator's other writes are mostly
+	// its operands' RBAC, rewritten on every reconcile whatever the nodes.
+	upgraderNodePods float64
+	// programs is every program's requests over the good rollout.
+	programs   map[string]testbed.Requests
+	peak       float64
+	uncordoned bool
+	badReached float64
+	xid        string
 }
 
 func peerFleet(way string) string {
@@ -238,7 +252,7 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 		Root: "../..", Dir: b.TempDir(), Clusters: []string{"stg"}, FleetTOML: []byte(peerFleet(way)), ChartVersion: chartStable,
 		Pool:       nodesim.Pool{Name: poolName, Product: product, Nodes: n, Driver: drvStable},
 		BadDrivers: []string{drvDrill}, SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "bench",
-		NoController: way == "operator", ControllerTransport: p.count,
+		NoController: way == "operator", ControllerTransport: p.count, AuditLog: true,
 	})
 	if err != nil {
 		b.Fatalf("peer bench: %v", err)
@@ -253,7 +267,7 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p.gpufleet("render", "-f", lw.FleetFile)
 	p.commit("first render")
 	names := nodesim.Pool{Name: poolName, Nodes: n}.NodeNames()
-	p.until(3*time.Minute, "every node upgrade-done on the stable driver", func(nodes map[string]*corev1.Node) bool {
+	p.until(scaled(3*time.Minute, n), "every node upgrade-done on the stable driver", func(nodes map[string]*corev1.Node) bool {
 		for _, nd := range nodes {
 			if nd.Labels[nodesim.LabelDriverFull] != drvStable {
 				return false
@@ -286,7 +300,7 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p.gpufleet("start", relGood, "-f", lw.FleetFile)
 	p.push()
 	xidNode := ""
-	end := p.until(10*time.Minute, "the good rollout to end", func(nodes map[string]*corev1.Node) bool {
+	end := p.until(scaled(10*time.Minute, n), "the good rollout to end", func(nodes map[string]*corev1.Node) bool {
 		if xidNode == "" {
 			for _, name := range names[1:] {
 				nd := nodes[name]
@@ -305,6 +319,26 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	r.reads = float64(p.reqs.reads.Load()) / float64(n)
 	r.writes = float64(p.reqs.writes.Load()) / float64(n)
 	r.cluster = (p.clusterWrites(ctx) - before) / float64(n)
+	r.programs, err = p.lw.Testbed.Cluster("stg").Requests(t0, end)
+	if err != nil {
+		b.Fatalf("peer bench: %v", err)
+	}
+	op, ctl := r.programs[operatorProgram], r.programs[controllerProgram]
+	r.operatorReads, r.operatorWrites = float64(op.Reads)/float64(n), float64(op.Writes)/float64(n)
+	var upgraders []testbed.Requests
+	switch way {
+	case "operator":
+		upgraders = []testbed.Requests{op}
+	case "gpufleet":
+		upgraders = []testbed.Requests{ctl}
+	default:
+		upgraders = []testbed.Requests{op, ctl}
+	}
+	for _, u := range upgraders {
+		r.upgrader += float64(u.Writes) / float64(n)
+		r.upgraderNodePods += float64(u.ByResource["nodes"]+u.ByResource["pods"]+u.ByResource["pods/eviction"]) / float64(n)
+	}
+	b.Logf("%s, %d nodes: requests over the good rollout by program: %s", way, n, programSummary(r.programs))
 	p.mu.Lock()
 	r.peak = float64(p.peak)
 	p.mu.Unlock()
@@ -324,7 +358,7 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p.push("operators", "config")
 	var reached int
 	stable := time.Now()
-	p.until(5*time.Minute, "the bad rollout to stop", func(nodes map[string]*corev1.Node) bool {
+	p.until(scaled(5*time.Minute, n), "the bad rollout to stop", func(nodes map[string]*corev1.Node) bool {
 		got := p.reached(drvDrill)
 		if got != reached {
 			reached, stable = got, time.Now()
@@ -342,6 +376,13 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	})
 	r.badReached = float64(reached)
 	return r
+}
+
+// scaled is a wait sized for 24 nodes, grown with the node count: every
+// way's makespan is about linear in it (parallel 4), and the operator
+// gated by gpufleet took 144 s for 24 nodes on a busy 2-core machine.
+func scaled(d time.Duration, nodes int) time.Duration {
+	return d * time.Duration(max(nodes, 24)) / 24
 }
 
 // upgraded: the node finished its upgrade to version on this path.
@@ -631,6 +672,24 @@ func (p *peerWorld) workload() {
 	}
 }
 
+// The programs' names in the audit log (their user agents up to the "/").
+const (
+	operatorProgram   = "gpu-operator"
+	controllerProgram = "gpufleet-controller"
+)
+
+// programSummary writes each program's reads and writes, most writes first.
+func programSummary(progs map[string]testbed.Requests) string {
+	names := slices.Collect(maps.Keys(progs))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(progs[b].Writes-progs[a].Writes, strings.Compare(a, b)) })
+	var parts []string
+	for _, name := range names {
+		r := progs[name]
+		parts = append(parts, fmt.Sprintf("%s %d reads, %d writes %v", name, r.Reads, r.Writes, r.ByResource))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // clusterWrites is the API server's count of writes to nodes and pods
 // (apiserver_request_total), whoever made them.
 func (p *peerWorld) clusterWrites(ctx context.Context) float64 {
@@ -726,6 +785,18 @@ func (t *peerTable) markdown(sizes []int) string {
 		row("gpufleet-controller reads per node", func(rs []peerRun) string { return spread(pick(func(r peerRun) float64 { return r.reads })(rs), "%.1f") })
 		row("gpufleet-controller writes per node", func(rs []peerRun) string {
 			return spread(pick(func(r peerRun) float64 { return r.writes })(rs), "%.1f")
+		})
+		row("gpu-operator reads per node (API server's audit log)", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.operatorReads })(rs), "%.1f")
+		})
+		row("gpu-operator writes per node (audit log)", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.operatorWrites })(rs), "%.1f")
+		})
+		row("the upgrading component's writes per node (audit log: operator / gpufleet-controller / both)", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.upgrader })(rs), "%.1f")
+		})
+		row("… of them to nodes and pods (evictions included)", func(rs []peerRun) string {
+			return spread(pick(func(r peerRun) float64 { return r.upgraderNodePods })(rs), "%.1f")
 		})
 		row("node and pod writes per node, every component", func(rs []peerRun) string {
 			return spread(pick(func(r peerRun) float64 { return r.cluster })(rs), "%.1f")
