@@ -1,8 +1,8 @@
 package planner
 
 import (
-	"reflect"
 	"sync"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -54,12 +54,19 @@ func sameAsLast(match func(labels.Set) bool) func(labels.Set) bool {
 		if set == nil {
 			return match(set)
 		}
-		ptr := reflect.ValueOf(set).Pointer()
+		ptr := mapIdentity(set)
 		if ptr != last {
 			last, answer = ptr, match(set)
 		}
 		return answer
 	}
+}
+
+// mapIdentity is the map a label set refers to, the value
+// reflect.Value.Pointer returns for a map, without reflect's cost (it was a
+// tenth of a simulation's time): a map variable holds exactly that pointer.
+func mapIdentity(set labels.Set) uintptr {
+	return *(*uintptr)(unsafe.Pointer(&set))
 }
 
 func matcherOf(ls *metav1.LabelSelector, sel labels.Selector, parsed bool) func(labels.Set) bool {

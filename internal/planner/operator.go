@@ -354,7 +354,7 @@ func (p *planner) startOperator() {
 	}
 	switch {
 	case unavailableSkips > 0:
-		p.blocked = fmt.Sprintf("waiting: %d of %d nodes unavailable, maxUnavailable %d", unavailable, len(p.nodes), p.set.MaxUnavailable)
+		p.blocked = fmt.Sprintf("waiting: %d of %d nodes unavailable, maxUnavailable %d", unavailable, p.total, p.set.MaxUnavailable)
 	case notReady > 0:
 		p.blocked = fmt.Sprintf("waiting: %s pending but NotReady or out of service", plural(notReady, "node"))
 	case notMarked > 0:

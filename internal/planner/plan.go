@@ -83,12 +83,15 @@ func (w *work) unavailable() bool {
 
 // planner holds one pass's state.
 type planner struct {
-	ro       *v1alpha1.DriverRollout
-	spec     *v1alpha1.DriverRolloutSpec
-	now      time.Time
-	set      Settings
-	cal      Calendar
-	nodes    []work // selected nodes in name order
+	ro      *v1alpha1.DriverRollout
+	spec    *v1alpha1.DriverRolloutSpec
+	now     time.Time
+	set     Settings
+	cal     Calendar
+	nodes   []work // selected nodes in name order
+	settled Settled
+	// total counts the selected nodes, those Compact left out included.
+	total    int
 	out      []Transition
 	next     time.Time
 	problems []string // a spec the planner cannot act on (bad selector)
@@ -175,7 +178,9 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		slices.SortFunc(works, byName)
 	}
 	p.nodes = works
-	p.set = SettingsFor(p.spec, len(p.nodes))
+	p.settled = snap.Settled
+	p.total = len(p.nodes) + snap.Settled.Done + snap.Settled.Pending
+	p.set = SettingsFor(p.spec, p.total)
 	p.markCanary()
 	return p
 }

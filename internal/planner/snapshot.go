@@ -23,6 +23,19 @@ type Snapshot struct {
 	// rollout and that several select: the oldest (then the first by
 	// name) that is not being deleted.
 	Others []Peer
+	// Settled counts selected nodes left out of Nodes because their only
+	// part in a pass is to be counted; zero in a snapshot of every node.
+	// Only Compact sets it: see there for which nodes it leaves out.
+	Settled Settled
+}
+
+// Settled counts the nodes Compact left out of a snapshot.
+type Settled struct {
+	// Done: Done on this rollout, not failed, Ready and schedulable.
+	Done int
+	// Pending: free, untouched, Ready and schedulable, not on the target
+	// driver, and after those Compact kept, in name order.
+	Pending int
 }
 
 // Peer is another DriverRollout of the cluster, as far as the planner

@@ -17,10 +17,13 @@ import (
 func (p *planner) status() v1alpha1.DriverRolloutStatus {
 	st := v1alpha1.DriverRolloutStatus{
 		ObservedGeneration: p.ro.Generation,
-		Total:              int32(len(p.nodes)),
+		Total:              int32(p.total),
 		Conditions:         append([]metav1.Condition(nil), p.ro.Status.Conditions...),
 	}
-	pending, inFlightN := 0, 0
+	// What Compact left out is only counted.
+	st.Nodes.Done += int32(p.settled.Done)
+	st.Nodes.Pending += int32(p.settled.Pending)
+	pending, inFlightN := p.settled.Pending, 0
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		if w.elsewhere != "" {
@@ -120,7 +123,7 @@ func (p *planner) overlap() string {
 		}
 	}
 	return fmt.Sprintf("%s of %d selected: %s; they are left alone and count as unavailable until released",
-		plural(int(p.elsewhere()), "node"), len(p.nodes), strings.Join(parts, "; "))
+		plural(int(p.elsewhere()), "node"), p.total, strings.Join(parts, "; "))
 }
 
 func belong(n int) string {

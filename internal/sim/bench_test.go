@@ -65,22 +65,36 @@ func BenchmarkSimulateNodes(b *testing.B) {
 	policies := []struct {
 		name string
 		ro   func() *v1alpha1.DriverRollout
+		// sizes, when set, replaces the node counts below.
+		sizes []int
 	}{
 		{"parallel=100", func() *v1alpha1.DriverRollout {
 			return pt.Rollout("r").Canary(1).Parallel(100).MaxUnavailablePercent("2%").Budget(1000).Build()
-		}},
+		}, nil},
 		{"parallel=10", func() *v1alpha1.DriverRollout {
 			return pt.Rollout("r").Canary(1).Parallel(10).MaxUnavailablePercent("1%").Budget(1000).Build()
-		}},
+		}, nil},
 		{"parallel=20-window", func() *v1alpha1.DriverRollout {
 			return pt.Rollout("r").Canary(1).Parallel(20).MaxUnavailablePercent("1%").Budget(1000).
 				Window("22:00", "06:00", "Europe/Berlin", v1alpha1.Tuesday, v1alpha1.Wednesday, v1alpha1.Thursday).Build()
-		}},
+		}, nil},
+		// The gpu-operator actuator: the simulator's model of the operator
+		// reconciles every node at every event, as ApplyState does, so this
+		// one grows with the square of the pool: measured at 5,000 only.
+		{"parallel=100-gpu-operator", func() *v1alpha1.DriverRollout {
+			ro := pt.Rollout("r").Canary(1).Parallel(100).MaxUnavailablePercent("2%").Budget(1000).Build()
+			ro.Spec.Actuator = v1alpha1.ActuatorGPUOperator
+			return ro
+		}, []int{5000}},
 	}
 	prof := sim.DefaultProfile()
 	prof.InstallFailRate, prof.XIDRate = 0.001, 0.001
 	for _, pol := range policies {
-		for _, n := range []int{5000, 20000, 50000} {
+		sizes := []int{5000, 20000, 50000}
+		if pol.sizes != nil {
+			sizes = pol.sizes
+		}
+		for _, n := range sizes {
 			nodes := sim.Nodes(n, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
 			b.Run(fmt.Sprintf("%s/nodes=%d", pol.name, n), func(b *testing.B) {
 				b.ReportAllocs()

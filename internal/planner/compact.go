@@ -1,0 +1,175 @@
+package planner
+
+import (
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// Compact returns snap with the nodes left out whose only part in a pass is
+// to be counted, for a caller that plans one large pool many times over (the
+// simulator plans 50,000 nodes at every simulated minute): the pass then
+// costs what the nodes in flight cost, not what the pool does.
+// Plan(Compact(snap, buf), now) decides exactly what Plan(snap, now) does,
+// transitions, status and next check alike (TestCompactPlansTheSame, and
+// package sim's TestCompactSimulatesTheSame over whole rollouts).
+//
+// snap.Nodes must be in name order (Plan sorts them otherwise, and which
+// pending nodes Compact keeps depends on it). buf is reused for the nodes
+// kept. What is left out, and why it cannot matter:
+//
+//   - Done nodes of this rollout, not failed, Ready and schedulable, and not
+//     canary nodes: nothing moves a Done node but an abort, and such a node
+//     is not unavailable, not a failure, and no canary result.
+//   - free Pending nodes (no owner, no progress), not failed, Ready and
+//     schedulable, not on the target driver, not canary nodes, beyond the
+//     first parallelNodes of them: a pass starts at most parallelNodes nodes,
+//     taking the pending ones in name order, so it never reaches those.
+//
+// Only a pass where nothing else can make those nodes matter is compacted;
+// otherwise snap comes back as it is: the gpufleet actuator (the operator's
+// path holds and releases every node), no abort (it moves Done nodes), no
+// other rollout (it may go first on a free node), no outOfService selector,
+// a node selector that parses, and the canary nodes known (the status or
+// the spec names them, or there is no canary), as choosing them looks at
+// every node.
+func Compact(snap Snapshot, buf []Node) Snapshot {
+	var c Compactor
+	return c.compact(snap, nil, buf)
+}
+
+// A Compactor compacts the snapshots of one pool planned pass after pass,
+// as Compact does, looking again only at the nodes that changed since its
+// last call: a pass then costs a few bytes per node of the pool.
+type Compactor struct {
+	key     compactKey
+	classes []nodeClass
+	seen    []int
+}
+
+// Compact is Compact(snap, buf) for a caller that also passes each node's
+// version: versions[i] must change whenever anything of snap.Nodes[i]
+// changes that Compact reads (readiness, cordon, failure and admin-cordon
+// marks, owner, phase and its start, labels, driver version), and
+// snap.Nodes must hold the same nodes in the same (name) order from call
+// to call. A change of the rollout Compact depends on makes it look at
+// every node again.
+func (c *Compactor) Compact(snap Snapshot, versions []int, buf []Node) Snapshot {
+	return c.compact(snap, versions, buf)
+}
+
+// nodeClass is what Compact found of one node.
+type nodeClass uint8
+
+const (
+	// classKept: planned with.
+	classKept nodeClass = iota
+	// classDone: a Done node left out.
+	classDone
+	// classFree: a free Pending node, left out beyond the first
+	// parallelNodes of them.
+	classFree
+)
+
+// compactKey is what a node's class depends on besides the node.
+type compactKey struct {
+	rollout, target, selector, canary string
+}
+
+func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot {
+	spec := &snap.Rollout.Spec
+	if snap.Settled != (Settled{}) || v1alpha1.ActuatorOf(spec) != v1alpha1.ActuatorGPUFleet || spec.Abort ||
+		len(snap.Others) > 0 || len(spec.OutOfService) > 0 {
+		return snap
+	}
+	canary := snap.Rollout.Status.Canary.Nodes
+	if len(canary) == 0 {
+		canary = spec.Canary.Nodes
+	}
+	if len(canary) == 0 && spec.Canary.Count != nil && *spec.Canary.Count > 0 {
+		return snap
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&spec.NodeSelector)
+	if err != nil {
+		return snap
+	}
+	key := compactKey{rollout: snap.Rollout.Name, target: spec.TargetVersion, selector: spec.NodeSelector.String(), canary: strings.Join(canary, ",")}
+	if versions == nil || key != c.key || len(c.classes) != len(snap.Nodes) || len(versions) != len(snap.Nodes) {
+		c.key = key
+		c.classes = slices.Grow(c.classes[:0], len(snap.Nodes))[:len(snap.Nodes)]
+		c.seen = slices.Grow(c.seen[:0], len(snap.Nodes))[:len(snap.Nodes)]
+		for i := range c.seen {
+			c.seen[i] = -1 // no version a caller uses: classify every node
+		}
+		if versions == nil {
+			versions = c.seen
+			c.seen = nil
+		}
+	}
+	cl := classifier{rollout: snap.Rollout.Name, target: spec.TargetVersion, canary: canary,
+		matches: equalityMatcher(&spec.NodeSelector, sel, true)}
+	for i := range snap.Nodes {
+		if c.seen == nil || versions[i] != c.seen[i] {
+			c.classes[i] = cl.class(&snap.Nodes[i])
+			if c.seen != nil {
+				c.seen[i] = versions[i]
+			}
+		}
+	}
+
+	keep := int(spec.ParallelNodes)
+	if keep < 1 {
+		keep = v1alpha1.DefaultParallelNodes
+	}
+	out := buf[:0]
+	var settled Settled
+	for i, class := range c.classes {
+		switch class {
+		case classDone:
+			settled.Done++
+			continue
+		case classFree:
+			if keep == 0 {
+				settled.Pending++
+				continue
+			}
+			keep--
+		}
+		out = append(out, snap.Nodes[i])
+	}
+	snap.Nodes, snap.Settled = out, settled
+	return snap
+}
+
+// classifier decides nodes' classes for one rollout.
+type classifier struct {
+	rollout, target string
+	canary          []string
+	matches         func(labels.Set) bool
+	// A pool's nodes share their driver version string: decided once.
+	lastVersion  string
+	lastOnTarget bool
+	decided      bool
+}
+
+func (cl *classifier) class(n *Node) nodeClass {
+	if !n.Ready || n.Unschedulable || n.AdminCordoned || n.Failed || slices.Contains(cl.canary, n.Name) {
+		return classKept
+	}
+	switch ph := phaseOf(n); {
+	case ph == v1alpha1.NodeDone && n.Owner == cl.rollout && cl.matches(labels.Set(n.Labels)):
+		return classDone
+	case ph == v1alpha1.NodePending && n.Owner == "" && n.Since.IsZero() && cl.matches(labels.Set(n.Labels)):
+		if !cl.decided || n.DriverVersion != cl.lastVersion {
+			cl.lastVersion, cl.lastOnTarget, cl.decided = n.DriverVersion, DriverMatches(n.DriverVersion, cl.target), true
+		}
+		if !cl.lastOnTarget {
+			return classFree
+		}
+	}
+	return classKept
+}
