@@ -325,7 +325,17 @@ func (p *planner) startOperator() {
 			if slots >= p.set.Parallel {
 				break
 			}
-			if operatorState(w) != v1alpha1.OperatorStateUpgradeRequired {
+			// A canary node already on the target that the operator finds
+			// up to date (upgraded before its hold landed, or by hand)
+			// will never be marked: it soaks where it is, to prove the
+			// driver, instead of waiting for ever.
+			inPlace := w.canary && p.onTarget(w) && operatorState(w) != v1alpha1.OperatorStateUpgradeRequired && !v1alpha1.OperatorUpgrading(operatorState(w))
+			if inPlace && p.holding(w.n.Name) {
+				// Held in this pass: it soaks in the next, its one write
+				// per pass made.
+				continue
+			}
+			if !inPlace && operatorState(w) != v1alpha1.OperatorStateUpgradeRequired {
 				// The operator has not found its driver pod out of date
 				// (yet): releasing it would do nothing.
 				notMarked++
@@ -343,7 +353,11 @@ func (p *planner) startOperator() {
 				unavailableSkips++
 				continue
 			}
-			p.releaseNode(w, g.canaryOnly)
+			if inPlace {
+				p.soakInPlace(w)
+			} else {
+				p.releaseNode(w, g.canaryOnly)
+			}
 			started++
 			slots++
 			unavailable += cost
@@ -360,6 +374,15 @@ func (p *planner) startOperator() {
 	case notMarked > 0:
 		p.blocked = fmt.Sprintf("waiting: the operator has not marked %s %s", plural(notMarked, "pending node"), v1alpha1.OperatorStateUpgradeRequired)
 	}
+}
+
+// soakInPlace starts a canary node that already runs the target: held (it
+// stays out of the operator's hands), soaking as an upgraded node does.
+func (p *planner) soakInPlace(w *work) {
+	p.move(w, v1alpha1.NodeSoaking, fmt.Sprintf("canary node already on driver %s (the operator finds it up to date): held, soaking for %s to prove the driver",
+		reportedAs(w.n.DriverVersion, p.spec.TargetVersion), short(p.set.Soak)), func(t *Transition) {
+		t.Hold = !held(w)
+	})
 }
 
 // releaseNode hands a node to the operator. A cordoned node is released

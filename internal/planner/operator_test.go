@@ -243,3 +243,38 @@ func stalledMessage(r planner.Result) string {
 	}
 	return ""
 }
+
+// TestOperatorCanaryAlreadyUpgradedSoaksInPlace: a canary node the operator
+// upgraded before gpufleet's hold reached it (or that someone upgraded by
+// hand) is up to date, so the operator never marks it upgrade-required:
+// it soaks where it is, held, instead of the rollout waiting for ever; once
+// held (a pass that holds it writes only that), and only when a canary may
+// start (not while paused).
+func TestOperatorCanaryAlreadyUpgradedSoaksInPlace(t *testing.T) {
+	nodes := func(held bool) []planner.Node {
+		return []planner.Node{
+			opNode("gpu-00", v1alpha1.OperatorStateDone, held).Driver(true, pt.Target).Build(),
+			opNode("gpu-01", v1alpha1.OperatorStateUpgradeRequired, true).Build(),
+		}
+	}
+	ro := func(b *pt.RolloutBuilder) *v1alpha1.DriverRollout {
+		r := b.Build()
+		r.Status.Canary.Nodes = []string{"gpu-00"} // chosen before the operator upgraded it
+		return r
+	}
+	r := opPlan(ro(operatorRollout()), nodes(false)...)
+	if c := find(r, "gpu-00"); len(c) != 1 || c[0].To != v1alpha1.NodePending || !c[0].Hold {
+		t.Fatalf("unheld canary gpu-00: %v, want its hold alone", briefs(c))
+	}
+	r = opPlan(ro(operatorRollout()), nodes(true)...)
+	c := find(r, "gpu-00")
+	if len(c) != 1 || c[0].To != v1alpha1.NodeSoaking || c[0].Release || c[0].Hold {
+		t.Fatalf("held canary gpu-00: %v, want it soaking in place, neither released nor held again", briefs(c))
+	}
+	if got := find(r, "gpu-01"); len(got) != 0 {
+		t.Errorf("gpu-01 moved beside the canary: %v", briefs(got))
+	}
+	if r := opPlan(ro(operatorRollout().Paused()), nodes(true)...); len(find(r, "gpu-00")) != 0 {
+		t.Errorf("paused: canary %v, want it left alone", briefs(find(r, "gpu-00")))
+	}
+}

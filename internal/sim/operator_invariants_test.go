@@ -219,21 +219,41 @@ func (c *operatorChecker) step(s sim.Step) {
 		if t.Release {
 			c.released[t.Node] = true
 		}
-		if t.From != v1alpha1.NodePending || t.To != v1alpha1.NodeInstalling {
+		inPlace := t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeSoaking
+		if t.From != v1alpha1.NodePending || (t.To != v1alpha1.NodeInstalling && !inPlace) {
 			continue
 		}
 		starts++
 		n := before[t.Node]
-		if !t.Release {
-			c.fail(s.At, "%s: started without removing the skip label", t.Node)
-		}
-		if n.Unschedulable && !t.KeepCordon {
-			c.fail(s.At, "%s: a cordoned node released without the operator's initial-state record", t.Node)
+		isCanary := slices.Contains(canary, t.Node)
+		if inPlace {
+			// A canary node the operator upgraded before its hold landed
+			// soaks where it is: a start like a release, but held.
+			st := n.Labels[v1alpha1.LabelOperatorUpgradeState]
+			switch {
+			case !isCanary:
+				c.fail(s.At, "%s: soaked in place but is no canary node", t.Node)
+			case t.Release:
+				c.fail(s.At, "%s: soaked in place but released to the operator", t.Node)
+			case !planner.DriverMatches(n.DriverVersion, spec.TargetVersion):
+				c.fail(s.At, "%s: soaked in place on %q, not on %s", t.Node, n.DriverVersion, spec.TargetVersion)
+			case st == v1alpha1.OperatorStateUpgradeRequired || v1alpha1.OperatorUpgrading(st):
+				c.fail(s.At, "%s: soaked in place while the operator says %q", t.Node, st)
+			}
+		} else {
+			if !t.Release {
+				c.fail(s.At, "%s: started without removing the skip label", t.Node)
+			}
+			if n.Unschedulable && !t.KeepCordon {
+				c.fail(s.At, "%s: a cordoned node released without the operator's initial-state record", t.Node)
+			}
+			if n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
+				c.fail(s.At, "%s: released while the operator says %q", t.Node, n.Labels[v1alpha1.LabelOperatorUpgradeState])
+			}
 		}
 		if !n.Unschedulable && n.Ready {
 			costly++
 		}
-		isCanary := slices.Contains(canary, t.Node)
 		switch {
 		case spec.Abort || spec.Paused:
 			c.fail(s.At, "%s: released while paused or aborted", t.Node)
@@ -246,9 +266,6 @@ func (c *operatorChecker) step(s sim.Step) {
 		}
 		if ok, why := cal.Allowed(s.At); !ok {
 			c.fail(s.At, "%s: released outside a window or in a freeze: %s", t.Node, why)
-		}
-		if n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
-			c.fail(s.At, "%s: released while the operator says %q", t.Node, n.Labels[v1alpha1.LabelOperatorUpgradeState])
 		}
 	}
 	if starts > 0 && flying > set.Parallel {

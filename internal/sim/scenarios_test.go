@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +201,32 @@ func golden(t *testing.T, path, got string) {
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestOperatorCanaryUpgradedBeforeItsHold: nodes that carry no skip label
+// when the new driver arrives (no rollout held them) are taken by the
+// operator at once, the canary among them; the canary is then up to date
+// and never marked upgrade-required again. The rollout must not wait for
+// that for ever: the canary soaks where it is, and the rollout completes.
+func TestOperatorCanaryUpgradedBeforeItsHold(t *testing.T) {
+	nodes := sim.Nodes(50, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	ro := pt.Rollout("r").Canary(1).Parallel(10).MaxUnavailablePercent("20%").Budget(5).Build()
+	ro.Spec.Actuator = v1alpha1.ActuatorGPUOperator
+	res, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: sim.DefaultProfile(), Tick: time.Minute, ApproveWhenAsked: true, Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Phase != v1alpha1.PhaseCompleted {
+		t.Fatalf("phase %s (%s), want Completed", res.Phase, res.Status.Progress)
+	}
+	soaked := false
+	for _, l := range res.Transcript {
+		if l.Who == res.Status.Canary.Nodes[0] && strings.Contains(l.Text, "Pending → Soaking") {
+			soaked = true
+		}
+	}
+	if !soaked {
+		t.Errorf("canary %v never soaked in place", res.Status.Canary.Nodes)
 	}
 }
