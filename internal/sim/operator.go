@@ -2,6 +2,7 @@ package sim
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -47,6 +48,22 @@ type operatorModel struct {
 	// liftedAdmin are the admin cordons the operator lifted (node and
 	// time): what a release without the initial-state record costs.
 	liftedAdmin []string
+
+	// What the model keeps of each node between events, so that a pass
+	// costs what changed, not the pool (ApplyState rebuilds it all, and a
+	// simulation of 50,000 nodes runs a pass at every event): the upgrade
+	// state (the label, as setOpState writes it), the skip label, whether
+	// the node is unavailable (cordoned or NotReady), and the counts and
+	// sets a pass reads. changed lists the nodes written since the last
+	// pass (World.bump); want is the version the last pass compared pods
+	// with (every node is looked at again when it changes).
+	state                           []string
+	skip, unavail                   []bool
+	inProgress, cordoning, unusable int
+	required, cordonRequired        map[int]bool
+	changed                         []int
+	want                            string
+	looked                          bool
 }
 
 // OperatorLiftedAdminCordons are the admins' cordons the operator model
@@ -74,9 +91,13 @@ func newOperatorModel(w *World) *operatorModel {
 	if v1alpha1.ActuatorOf(&r.ro.Spec) != v1alpha1.ActuatorGPUOperator {
 		return nil
 	}
-	m := &operatorModel{r: r, pod: make([]string, len(w.nodes)), kept: make([]bool, len(w.nodes)), step: make([]int, len(w.nodes))}
+	n := len(w.nodes)
+	m := &operatorModel{r: r, pod: make([]string, n), kept: make([]bool, n), step: make([]int, n),
+		state: make([]string, n), skip: make([]bool, n), unavail: make([]bool, n),
+		required: map[int]bool{}, cordonRequired: map[int]bool{}}
 	for i := range w.nodes {
 		m.pod[i] = w.nodes[i].DriverVersion
+		m.refresh(w, i)
 	}
 	// The operator looks as soon as render's new version lands.
 	w.after(0, func() { w.operatorPass() })
@@ -120,15 +141,70 @@ func (w *World) setLabels(i int, kv ...string) {
 		}
 	}
 	n.Labels = l
-	w.version[i]++
+	w.bump(i)
 }
 
-func (w *World) opState(i int) string { return w.nodes[i].Labels[v1alpha1.LabelOperatorUpgradeState] }
+func (w *World) opState(i int) string { return w.op.state[i] }
 
 func (w *World) setOpState(i int, s string) {
 	w.op.step[i]++
 	w.setLabels(i, v1alpha1.LabelOperatorUpgradeState, s)
+	w.op.setState(i, s)
 	w.note("operator", "%s %s", w.nodes[i].Name, s)
+}
+
+// setState records node i's upgrade state s, keeping the counts and sets.
+func (m *operatorModel) setState(i int, s string) {
+	old := m.state[i]
+	if v1alpha1.OperatorUpgrading(old) {
+		m.inProgress--
+	}
+	if v1alpha1.OperatorUpgrading(s) {
+		m.inProgress++
+	}
+	m.state[i] = s
+	m.sort(i)
+}
+
+// sort files node i in the sets a pass takes nodes from.
+func (m *operatorModel) sort(i int) {
+	if m.state[i] == v1alpha1.OperatorStateUpgradeRequired && !m.skip[i] {
+		m.required[i] = true
+	} else {
+		delete(m.required, i)
+	}
+	if m.state[i] == v1alpha1.OperatorStateCordonRequired {
+		m.cordonRequired[i] = true
+	} else {
+		delete(m.cordonRequired, i)
+	}
+	m.cordoning = len(m.cordonRequired)
+}
+
+// refresh reads node i again after a write: its labels (anyone may have
+// written them), its cordon and readiness.
+func (m *operatorModel) refresh(w *World, i int) {
+	n := &w.nodes[i]
+	m.skip[i] = n.Labels[v1alpha1.LabelOperatorUpgradeSkip] == "true"
+	if st := n.Labels[v1alpha1.LabelOperatorUpgradeState]; st != m.state[i] {
+		m.setState(i, st)
+	} else {
+		m.sort(i)
+	}
+	if u := n.Unschedulable || !n.Ready; u != m.unavail[i] {
+		m.unavail[i] = u
+		if u {
+			m.unusable++
+		} else {
+			m.unusable--
+		}
+	}
+}
+
+// sortedKeys are set's nodes in index (name) order, as a pass over every
+// node would meet them.
+func sortedKeys(set map[int]bool) []int {
+	return slices.Sorted(maps.Keys(set))
 }
 
 // actuateOperator performs a transition of the gpu-operator path: the
@@ -139,7 +215,7 @@ func (w *World) actuateOperator(r *simRollout, t planner.Transition) {
 	i := w.index[t.Node]
 	n := &w.nodes[i]
 	t.ApplyTo(n, r.ro.Name, w.now)
-	w.version[i]++
+	w.bump(i)
 	switch {
 	case t.Hold:
 		w.setLabels(i, v1alpha1.LabelOperatorUpgradeSkip, "true")
@@ -176,14 +252,29 @@ func (w *World) desired() string {
 	return s.TargetVersion
 }
 
-// operatorPass is one ApplyState over every node.
+// operatorPass is one ApplyState over every node: what it decides is what
+// a pass over every node decides, but it looks only at the nodes written
+// since the last one (every node when the desired version changed).
 func (w *World) operatorPass() {
 	m := w.op
 	spec := &m.r.ro.Spec
 	want := w.desired()
 	total := len(w.nodes)
+	slices.Sort(m.changed)
+	look := slices.Compact(m.changed)
+	m.changed = nil
+	for _, i := range look {
+		m.refresh(w, i)
+	}
+	if !m.looked || want != m.want {
+		m.looked, m.want = true, want
+		look = make([]int, total)
+		for i := range look {
+			look[i] = i
+		}
+	}
 	// Done or unknown nodes whose pod is out of date need an upgrade.
-	for i := range w.nodes {
+	for _, i := range look {
 		st := w.opState(i)
 		if st != "" && st != v1alpha1.OperatorStateDone {
 			continue
@@ -198,19 +289,7 @@ func (w *World) operatorPass() {
 		}
 	}
 	// Slots: GetUpgradesAvailable.
-	inProgress, unavailable, cordonRequired := 0, 0, 0
-	for i := range w.nodes {
-		st := w.opState(i)
-		if v1alpha1.OperatorUpgrading(st) {
-			inProgress++
-		}
-		if st == v1alpha1.OperatorStateCordonRequired {
-			cordonRequired++
-		}
-		if w.nodes[i].Unschedulable || !w.nodes[i].Ready {
-			unavailable++
-		}
-	}
+	inProgress, unavailable, cordonRequired := m.inProgress, m.unusable, m.cordoning
 	maxUnavailable := total
 	if spec.MaxUnavailable != nil {
 		if v, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, total, true); err == nil {
@@ -226,10 +305,7 @@ func (w *World) operatorPass() {
 		available = maxUnavailable - current
 	}
 	waiting := false
-	for i := range w.nodes {
-		if w.opState(i) != v1alpha1.OperatorStateUpgradeRequired || w.nodes[i].Labels[v1alpha1.LabelOperatorUpgradeSkip] == "true" {
-			continue
-		}
+	for _, i := range sortedKeys(m.required) {
 		if available <= 0 && !w.nodes[i].Unschedulable {
 			waiting = true
 			continue
@@ -237,7 +313,7 @@ func (w *World) operatorPass() {
 		w.setOpState(i, v1alpha1.OperatorStateCordonRequired)
 		available--
 	}
-	for i := range w.nodes {
+	for _, i := range sortedKeys(m.cordonRequired) {
 		switch w.opState(i) {
 		case v1alpha1.OperatorStateCordonRequired:
 			if !w.nodes[i].Unschedulable {
@@ -293,7 +369,7 @@ func (w *World) operatorRestart(i int) {
 	n := &w.nodes[i]
 	n.DriverReady, n.DriverFailed, n.DriverVersion = false, false, ""
 	m.pod[i] = want
-	w.version[i]++
+	w.bump(i)
 	f := w.fates[i]
 	install, fails := f.install, f.installFails
 	if rollback {
@@ -306,7 +382,7 @@ func (w *World) operatorRestart(i int) {
 		}
 		if fails {
 			w.nodes[i].DriverFailed = true
-			w.version[i]++
+			w.bump(i)
 			w.after(crashLoopFail, func() {
 				if m.step[i] == g {
 					w.setOpState(i, v1alpha1.OperatorStateFailed)

@@ -149,7 +149,7 @@ func (w *World) Delete(name string) {
 	for i := range w.nodes {
 		if n := &w.nodes[i]; n.Owner == name {
 			planner.Release(n)
-			w.version[i]++
+			w.bump(i)
 			released = append(released, n.Name)
 		}
 	}
@@ -243,6 +243,16 @@ func (w *World) busy(i int) bool {
 	return n.Owner != "" && w.live(n.Owner) && planner.HoldsCordon(n.Phase)
 }
 
+// bump records a write to node i: its resourceVersion moves, and the
+// operator model (which keeps what it found of each node between events)
+// looks at it again.
+func (w *World) bump(i int) {
+	w.version[i]++
+	if w.op != nil {
+		w.op.changed = append(w.op.changed, i)
+	}
+}
+
 // AdminCordon cordons a node as an admin would. A node a rollout is working
 // on is left alone: the rollout holds its cordon already.
 func (w *World) AdminCordon(name string) bool {
@@ -252,7 +262,7 @@ func (w *World) AdminCordon(name string) bool {
 	}
 	w.nodes[i].Unschedulable = true
 	w.holder[i] = "admin"
-	w.version[i]++
+	w.bump(i)
 	w.note("world", "%s cordoned by an admin", name)
 	return true
 }
@@ -265,7 +275,7 @@ func (w *World) AdminUncordon(name string) bool {
 	}
 	w.nodes[i].Unschedulable = false
 	w.holder[i] = ""
-	w.version[i]++
+	w.bump(i)
 	w.note("world", "%s uncordoned by an admin", name)
 	return true
 }
@@ -277,7 +287,7 @@ func (w *World) SetReady(name string, ready bool) {
 		return
 	}
 	n.Ready = ready
-	w.version[w.index[name]]++
+	w.bump(w.index[name])
 	if ready {
 		w.note("world", "%s is Ready again", name)
 	} else {
@@ -311,7 +321,7 @@ func (w *World) SetLabel(name, key, value string) {
 		labels[key] = value
 	}
 	n.Labels = labels
-	w.version[w.index[name]]++
+	w.bump(w.index[name])
 	w.note("world", "%s labelled %s=%q", name, key, value)
 }
 
@@ -338,7 +348,7 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 	n := &w.nodes[i]
 	wasCordoned := n.Unschedulable
 	t.ApplyTo(n, r.ro.Name, w.now)
-	w.version[i]++
+	w.bump(i)
 	switch {
 	case t.Cordon && !wasCordoned:
 		w.holder[i] = r.ro.Name
@@ -401,7 +411,7 @@ func (w *World) flipDriver(i int, version string, rollback bool) {
 		w.after(f.report, func() {
 			if w.gen[i] == g {
 				w.nodes[i].DriverVersion = reported
-				w.version[i]++
+				w.bump(i)
 			}
 		})
 	})
