@@ -30,9 +30,13 @@ import (
 //     first parallelNodes of them: a pass starts at most parallelNodes nodes,
 //     taking the pending ones in name order, so it never reaches those.
 //
+// On the gpu-operator actuator both must also carry the operator's skip
+// label (else the pass holds them); a Done node must not be in one of the
+// operator's upgrades (it would take a slot), and a Pending one must be
+// marked upgrade-required (else it is not one the pass could release).
+//
 // Only a pass where nothing else can make those nodes matter is compacted;
-// otherwise snap comes back as it is: the gpufleet actuator (the operator's
-// path holds and releases every node), no abort (it moves Done nodes), no
+// otherwise snap comes back as it is: no abort (it moves Done nodes), no
 // other rollout (it may go first on a free node), no outOfService selector,
 // a node selector that parses, and the canary nodes known (the status or
 // the spec names them, or there is no canary), as choosing them looks at
@@ -78,12 +82,12 @@ const (
 // compactKey is what a node's class depends on besides the node.
 type compactKey struct {
 	rollout, target, selector, canary string
+	operator                          bool
 }
 
 func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot {
 	spec := &snap.Rollout.Spec
-	if snap.Settled != (Settled{}) || v1alpha1.ActuatorOf(spec) != v1alpha1.ActuatorGPUFleet || spec.Abort ||
-		len(snap.Others) > 0 || len(spec.OutOfService) > 0 {
+	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 {
 		return snap
 	}
 	canary := snap.Rollout.Status.Canary.Nodes
@@ -97,7 +101,8 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 	if err != nil {
 		return snap
 	}
-	key := compactKey{rollout: snap.Rollout.Name, target: spec.TargetVersion, selector: spec.NodeSelector.String(), canary: strings.Join(canary, ",")}
+	operator := v1alpha1.ActuatorOf(spec) == v1alpha1.ActuatorGPUOperator
+	key := compactKey{rollout: snap.Rollout.Name, target: spec.TargetVersion, selector: spec.NodeSelector.String(), canary: strings.Join(canary, ","), operator: operator}
 	if versions == nil || key != c.key || len(c.classes) != len(snap.Nodes) || len(versions) != len(snap.Nodes) {
 		c.key = key
 		c.classes = slices.Grow(c.classes[:0], len(snap.Nodes))[:len(snap.Nodes)]
@@ -110,7 +115,7 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 			c.seen = nil
 		}
 	}
-	cl := classifier{rollout: snap.Rollout.Name, target: spec.TargetVersion, canary: canary,
+	cl := classifier{rollout: snap.Rollout.Name, target: spec.TargetVersion, canary: canary, operator: operator,
 		matches: equalityMatcher(&spec.NodeSelector, sel, true)}
 	for i := range snap.Nodes {
 		if c.seen == nil || versions[i] != c.seen[i] {
@@ -149,7 +154,9 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 type classifier struct {
 	rollout, target string
 	canary          []string
-	matches         func(labels.Set) bool
+	// operator: the gpu-operator actuator's rules too.
+	operator bool
+	matches  func(labels.Set) bool
 	// A pool's nodes share their driver version string: decided once.
 	lastVersion  string
 	lastOnTarget bool
@@ -160,10 +167,18 @@ func (cl *classifier) class(n *Node) nodeClass {
 	if !n.Ready || n.Unschedulable || n.AdminCordoned || n.Failed || slices.Contains(cl.canary, n.Name) {
 		return classKept
 	}
+	state := ""
+	if cl.operator {
+		if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" {
+			return classKept
+		}
+		state = n.Labels[v1alpha1.LabelOperatorUpgradeState]
+	}
 	switch ph := phaseOf(n); {
-	case ph == v1alpha1.NodeDone && n.Owner == cl.rollout && cl.matches(labels.Set(n.Labels)):
+	case ph == v1alpha1.NodeDone && n.Owner == cl.rollout && !v1alpha1.OperatorUpgrading(state) && cl.matches(labels.Set(n.Labels)):
 		return classDone
-	case ph == v1alpha1.NodePending && n.Owner == "" && n.Since.IsZero() && cl.matches(labels.Set(n.Labels)):
+	case ph == v1alpha1.NodePending && n.Owner == "" && n.Since.IsZero() && (!cl.operator || state == v1alpha1.OperatorStateUpgradeRequired) &&
+		cl.matches(labels.Set(n.Labels)):
 		if !cl.decided || n.DriverVersion != cl.lastVersion {
 			cl.lastVersion, cl.lastOnTarget, cl.decided = n.DriverVersion, DriverMatches(n.DriverVersion, cl.target), true
 		}

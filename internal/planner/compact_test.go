@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -87,7 +88,8 @@ func randomCompactable(r *rand.Rand) (*v1alpha1.DriverRollout, []planner.Node, [
 		b.Window("22:00", "04:00", "Europe/Paris")
 	}
 	ro := b.Build()
-	if r.IntN(12) == 0 {
+	operator := r.IntN(3) == 0
+	if operator {
 		ro.Spec.Actuator = v1alpha1.ActuatorGPUOperator
 	}
 	if r.IntN(2) == 0 {
@@ -149,6 +151,19 @@ func randomCompactable(r *rand.Rand) (*v1alpha1.DriverRollout, []planner.Node, [
 			}
 		}
 		nodes[i] = nb.Build()
+		if operator {
+			// The operator's marks: mostly held, in any of its states.
+			l := maps.Clone(nodes[i].Labels)
+			if r.IntN(5) > 0 {
+				l[v1alpha1.LabelOperatorUpgradeSkip] = "true"
+			}
+			states := []string{v1alpha1.OperatorStateUpgradeRequired, v1alpha1.OperatorStateUpgradeRequired, v1alpha1.OperatorStateDone, "",
+				v1alpha1.OperatorStateCordonRequired, v1alpha1.OperatorStateFailed, v1alpha1.OperatorStateValidation}
+			if st := states[r.IntN(len(states))]; st != "" {
+				l[v1alpha1.LabelOperatorUpgradeState] = st
+			}
+			nodes[i].Labels = l
+		}
 	}
 	var others []planner.Peer
 	if r.IntN(8) == 0 {

@@ -17,11 +17,17 @@ import (
 // outOfService selector, which keeps Compact away; the test wants many
 // compacted passes, or it proves nothing.
 func TestCompactSimulatesTheSame(t *testing.T) {
+	for name, random := range map[string]func(uint64) sim.Config{"gpufleet": randomConfig, "gpu-operator": randomOperatorConfig} {
+		t.Run(name, func(t *testing.T) { compactSimulatesTheSame(t, random) })
+	}
+}
+
+func compactSimulatesTheSame(t *testing.T, random func(uint64) sim.Config) {
 	n := seeds(t)
 	compacted, runs := 0, 0
 	for seed := range uint64(n) {
 		build := func() sim.Config {
-			cfg := randomConfig(seed)
+			cfg := random(seed)
 			if seed%2 == 0 {
 				cfg.Rollout.Spec.OutOfService = nil
 			}
