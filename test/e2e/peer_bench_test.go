@@ -91,6 +91,15 @@ func BenchmarkPeer(b *testing.B) {
 		}
 	}
 	table := &peerTable{cells: map[string][]peerRun{}}
+	// The table is written after every cell, so a run stopped half-way
+	// (a cell of 100 nodes takes an hour on two cores) keeps what it has.
+	save := func() {
+		if f := os.Getenv("GPUFLEET_PEER_TABLE"); f != "" {
+			if err := os.WriteFile(f, []byte(table.markdown(sizes)), 0o644); err != nil {
+				b.Error(err)
+			}
+		}
+	}
 	for _, n := range sizes {
 		for _, way := range peerWays {
 			key := fmt.Sprintf("nodes=%d/way=%s", n, way)
@@ -106,15 +115,10 @@ func BenchmarkPeer(b *testing.B) {
 				}
 				b.ReportMetric(total.Seconds()/float64(runs), "makespan-s")
 			})
+			save()
 		}
 	}
-	out := table.markdown(sizes)
-	b.Logf("\n%s", out)
-	if f := os.Getenv("GPUFLEET_PEER_TABLE"); f != "" {
-		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
-			b.Error(err)
-		}
-	}
+	b.Logf("\n%s", table.markdown(sizes))
 }
 
 var peerWays = []string{"operator", "gpufleet", "gated"}
