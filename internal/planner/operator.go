@@ -314,66 +314,37 @@ func (p *planner) startOperator() {
 		p.blocked = fmt.Sprintf("waiting: %s outside the canary still in flight", plural(othersInFlight, "node"))
 		return
 	}
-	started, candidates, notReady, unavailableSkips, notMarked := 0, 0, 0, 0, 0
-	for pass := range 2 {
-		for i := range p.nodes {
-			w := &p.nodes[i]
-			if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.canary != g.canaryOnly || w.operatorUnavailable() != (pass == 0) {
-				continue
-			}
-			candidates++
-			if slots >= p.set.Parallel {
-				break
-			}
-			// A canary node already on the target that the operator finds
-			// up to date (upgraded before its hold landed, or by hand)
-			// will never be marked: it soaks where it is, to prove the
-			// driver, instead of waiting for ever.
-			inPlace := w.canary && p.onTarget(w) && operatorState(w) != v1alpha1.OperatorStateUpgradeRequired && !v1alpha1.OperatorUpgrading(operatorState(w))
-			if inPlace && p.holding(w.n.Name) {
-				// Held in this pass: it soaks in the next, its one write
-				// per pass made.
-				continue
-			}
-			if !inPlace && operatorState(w) != v1alpha1.OperatorStateUpgradeRequired {
-				// The operator has not found its driver pod out of date
-				// (yet): releasing it would do nothing.
-				notMarked++
-				continue
-			}
-			if !w.n.Ready || w.outOfService {
-				notReady++
-				continue
-			}
-			cost := 1
-			if w.operatorUnavailable() {
-				cost = 0
-			}
-			if unavailable+cost > p.set.MaxUnavailable {
-				unavailableSkips++
-				continue
-			}
-			if inPlace {
-				p.soakInPlace(w)
-			} else {
-				p.releaseNode(w, g.canaryOnly)
-			}
-			started++
-			slots++
-			unavailable += cost
+	p.fill(g.canaryOnly, slots, unavailable, (*work).operatorUnavailable, p.releasable, func(w *work) {
+		if p.inPlace(w) {
+			p.soakInPlace(w)
+		} else {
+			p.releaseNode(w, g.canaryOnly)
 		}
-	}
-	if started > 0 || candidates == 0 || slots >= p.set.Parallel {
-		return
-	}
+	})
+}
+
+// inPlace: a canary node already on the target that the operator finds up
+// to date (upgraded before its hold landed, or by hand) will never be
+// marked upgrade-required: it soaks where it is, to prove the driver,
+// instead of waiting for ever.
+func (p *planner) inPlace(w *work) bool {
+	st := operatorState(w)
+	return w.canary && p.onTarget(w) && st != v1alpha1.OperatorStateUpgradeRequired && !v1alpha1.OperatorUpgrading(st)
+}
+
+// releasable says whether a pending node can be started on this path now.
+func (p *planner) releasable(w *work) readiness {
 	switch {
-	case unavailableSkips > 0:
-		p.blocked = fmt.Sprintf("waiting: %d of %d nodes unavailable, maxUnavailable %d", unavailable, p.total, p.set.MaxUnavailable)
-	case notReady > 0:
-		p.blocked = fmt.Sprintf("waiting: %s pending but NotReady or out of service", plural(notReady, "node"))
-	case notMarked > 0:
-		p.blocked = fmt.Sprintf("waiting: the operator has not marked %s %s", plural(notMarked, "pending node"), v1alpha1.OperatorStateUpgradeRequired)
+	case p.inPlace(w) && p.holding(w.n.Name):
+		// Held in this pass: it soaks in the next, its one write per pass
+		// made.
+		return notNow
+	case !p.inPlace(w) && operatorState(w) != v1alpha1.OperatorStateUpgradeRequired:
+		// The operator has not found its driver pod out of date (yet):
+		// releasing it would do nothing.
+		return notMarked
 	}
+	return readyNow
 }
 
 // soakInPlace starts a canary node that already runs the target: held (it

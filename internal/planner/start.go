@@ -139,21 +139,53 @@ func (p *planner) start() {
 		p.blocked = fmt.Sprintf("waiting: %s outside the canary still in flight", plural(othersInFlight, "node"))
 		return
 	}
+	p.fill(g.canaryOnly, inFlightN, unavailable, (*work).unavailable, nil, func(w *work) { p.startNode(w, g.canaryOnly) })
+}
+
+// readiness is whether a pending node can start now on an actuator, beyond
+// what fill checks itself.
+type readiness int
+
+const (
+	readyNow readiness = iota
+	// notMarked: the actuator cannot start it yet (the operator has not
+	// marked it upgrade-required); counted, and said when nothing starts.
+	notMarked
+	// notNow: it waits for the next pass, silently.
+	notNow
+)
+
+// fill starts pending nodes into the slots left by busy (nodes holding one
+// of parallelNodes), within maxUnavailable (unavailable counts the nodes out
+// already, out says whether a node is), canary nodes alone while only they
+// may start; ready, when set, tells the nodes the actuator cannot start yet;
+// start starts one. When nothing starts although nodes wait, p.blocked says
+// why, so that a rollout held back by broken nodes explains itself.
+func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) bool, ready func(*work) readiness, start func(*work)) {
 	// Nodes that are already out of service (cordoned by an admin) cost no
 	// extra unavailability, so they go first (pass 0): upgrading them while
 	// they are out anyway is free, and they may be what frees room for the
 	// rest (pass 1). Two passes rather than two lists: no allocation on
 	// pools of thousands of nodes.
-	started, candidates, notReady, unavailableSkips := 0, 0, 0, 0
+	started, candidates, notReady, unavailableSkips, unmarked := 0, 0, 0, 0, 0
 	for pass := range 2 {
 		for i := range p.nodes {
 			w := &p.nodes[i]
-			if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.canary != g.canaryOnly || w.unavailable() != (pass == 0) {
+			if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.canary != canaryOnly || out(w) != (pass == 0) {
 				continue
 			}
 			candidates++
-			if inFlightN >= p.set.Parallel {
+			if busy >= p.set.Parallel {
 				break
+			}
+			if ready != nil {
+				switch ready(w) {
+				case notMarked:
+					unmarked++
+					continue
+				case notNow:
+					continue
+				}
 			}
 			// A NotReady node cannot be drained or validated, and a node
 			// out for other reasons (remediation) belongs to someone else
@@ -163,22 +195,20 @@ func (p *planner) start() {
 				continue
 			}
 			cost := 1
-			if w.unavailable() {
+			if out(w) {
 				cost = 0
 			}
 			if unavailable+cost > p.set.MaxUnavailable {
 				unavailableSkips++
 				continue
 			}
-			p.startNode(w, g.canaryOnly)
+			start(w)
 			started++
-			inFlightN++
+			busy++
 			unavailable += cost
 		}
 	}
-	// Say why pending nodes wait although the gate is open, so that a
-	// rollout held back by broken nodes explains itself.
-	if started > 0 || candidates == 0 || inFlightN >= p.set.Parallel {
+	if started > 0 || candidates == 0 || busy >= p.set.Parallel {
 		return
 	}
 	switch {
@@ -186,6 +216,8 @@ func (p *planner) start() {
 		p.blocked = fmt.Sprintf("waiting: %d of %d nodes unavailable, maxUnavailable %d", unavailable, p.total, p.set.MaxUnavailable)
 	case notReady > 0:
 		p.blocked = fmt.Sprintf("waiting: %s pending but NotReady or out of service", plural(notReady, "node"))
+	case unmarked > 0:
+		p.blocked = fmt.Sprintf("waiting: the operator has not marked %s %s", plural(unmarked, "pending node"), v1alpha1.OperatorStateUpgradeRequired)
 	}
 }
 
