@@ -103,24 +103,23 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 	}
 	operator := v1alpha1.ActuatorOf(spec) == v1alpha1.ActuatorGPUOperator
 	key := compactKey{rollout: snap.Rollout.Name, target: spec.TargetVersion, selector: spec.NodeSelector.String(), canary: strings.Join(canary, ","), operator: operator}
-	if versions == nil || key != c.key || len(c.classes) != len(snap.Nodes) || len(versions) != len(snap.Nodes) {
+	n := len(snap.Nodes)
+	// Every node is classified again unless the caller tracks versions and
+	// nothing the classes depend on changed.
+	fresh := versions == nil || len(versions) != n || key != c.key || len(c.classes) != n
+	if fresh {
 		c.key = key
-		c.classes = slices.Grow(c.classes[:0], len(snap.Nodes))[:len(snap.Nodes)]
-		c.seen = slices.Grow(c.seen[:0], len(snap.Nodes))[:len(snap.Nodes)]
-		for i := range c.seen {
-			c.seen[i] = -1 // no version a caller uses: classify every node
-		}
-		if versions == nil {
-			versions = c.seen
-			c.seen = nil
+		c.classes = slices.Grow(c.classes[:0], n)[:n]
+		if versions != nil {
+			c.seen = slices.Grow(c.seen[:0], n)[:n]
 		}
 	}
 	cl := classifier{rollout: snap.Rollout.Name, target: spec.TargetVersion, canary: canary, operator: operator,
 		matches: equalityMatcher(&spec.NodeSelector, sel, true)}
 	for i := range snap.Nodes {
-		if c.seen == nil || versions[i] != c.seen[i] {
+		if fresh || versions[i] != c.seen[i] {
 			c.classes[i] = cl.class(&snap.Nodes[i])
-			if c.seen != nil {
+			if versions != nil {
 				c.seen[i] = versions[i]
 			}
 		}

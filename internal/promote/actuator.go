@@ -1,7 +1,6 @@
 package promote
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,16 +36,12 @@ func checkActuators(dir string, f, next *fleet.Fleet, step *Step) error {
 		if render.SamePlan(f, next, name) {
 			continue
 		}
-		was, err := renderedActuators(dir, name)
+		was, ok, err := renderedActuator(dir, name)
 		if err != nil {
 			return err
 		}
-		now := next.PolicyFor(name).Actuator
-		for _, a := range was {
-			if a != now {
-				changed = append(changed, fmt.Sprintf("%s (rendered with %s, fleet.toml says %s)", name, a, now))
-				break
-			}
+		if now := next.PolicyFor(name).Actuator; ok && was != now {
+			changed = append(changed, fmt.Sprintf("%s (rendered with %s, fleet.toml says %s)", name, was, now))
 		}
 	}
 	if len(changed) == 0 {
@@ -71,29 +66,27 @@ func braking(f, next *fleet.Fleet) bool {
 	return r != nil && r.Aborted && (was == nil || !was.Aborted)
 }
 
-// renderedActuators reads the actuators of the DriverRollouts rendered for
-// cluster in dir; none when the cluster was never rendered.
-func renderedActuators(dir, cluster string) ([]v1alpha1.Actuator, error) {
+// renderedActuator reads the actuator of the DriverRollout rendered for
+// cluster in dir (render writes it alone in its file); ok is false when the
+// cluster was never rendered.
+func renderedActuator(dir, cluster string) (a v1alpha1.Actuator, ok bool, err error) {
 	file := filepath.Join(dir, filepath.FromSlash(path.Join(render.ClusterDir(cluster), "lifecycle", "driverrollout.yaml")))
 	b, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return "", false, nil
 	}
 	if err != nil {
-		return nil, err
+		return "", false, err
 	}
-	var out []v1alpha1.Actuator
-	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
-		var obj struct {
-			Kind string                     `json:"kind"`
-			Spec v1alpha1.DriverRolloutSpec `json:"spec"`
-		}
-		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if obj.Kind == "DriverRollout" {
-			out = append(out, v1alpha1.ActuatorOf(&obj.Spec))
-		}
+	var obj struct {
+		Kind string                     `json:"kind"`
+		Spec v1alpha1.DriverRolloutSpec `json:"spec"`
 	}
-	return out, nil
+	if err := yaml.Unmarshal(b, &obj); err != nil {
+		return "", false, fmt.Errorf("%s: %w", file, err)
+	}
+	if obj.Kind != "DriverRollout" {
+		return "", false, nil
+	}
+	return v1alpha1.ActuatorOf(&obj.Spec), true, nil
 }

@@ -57,13 +57,13 @@ type operatorModel struct {
 	// sets a pass reads. changed lists the nodes written since the last
 	// pass (World.bump); want is the version the last pass compared pods
 	// with (every node is looked at again when it changes).
-	state                           []string
-	skip, unavail                   []bool
-	inProgress, cordoning, unusable int
-	required, cordonRequired        map[int]bool
-	changed                         []int
-	want                            string
-	looked                          bool
+	state                    []string
+	skip, unavail            []bool
+	inProgress, unusable     int
+	required, cordonRequired map[int]bool
+	changed                  []int
+	want                     string
+	looked                   bool
 }
 
 // OperatorLiftedAdminCordons are the admins' cordons the operator model
@@ -178,7 +178,6 @@ func (m *operatorModel) sort(i int) {
 	} else {
 		delete(m.cordonRequired, i)
 	}
-	m.cordoning = len(m.cordonRequired)
 }
 
 // refresh reads node i again after a write: its labels (anyone may have
@@ -289,7 +288,7 @@ func (w *World) operatorPass() {
 		}
 	}
 	// Slots: GetUpgradesAvailable.
-	inProgress, unavailable, cordonRequired := m.inProgress, m.unusable, m.cordoning
+	inProgress, unavailable, cordonRequired := m.inProgress, m.unusable, len(m.cordonRequired)
 	maxUnavailable := total
 	if spec.MaxUnavailable != nil {
 		if v, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, total, true); err == nil {

@@ -270,8 +270,7 @@ func Run(cfg Config) (*Result, error) {
 				// at every pass was most of a large simulation's time. A
 				// planner a test swaps in may write to its snapshot, so it
 				// gets a copy.
-				view := w.planView(name)
-				own := len(view) > 0 && &view[0] == &w.nodes[0]
+				view, own := w.planView(name)
 				reads[k] = read{view: view, others: w.peersOf(name), compact: own && cfg.Observe == nil}
 				return
 			}

@@ -204,24 +204,24 @@ func (w *World) viewFor(r string) []planner.Node {
 // planView is viewFor for a pass that plans and writes before anything
 // else changes: the world's own nodes when viewFor would change none of
 // them (one rollout, or nodes that are all its own or nobody's), else
-// viewFor's copy. The planner only reads its snapshot.
-func (w *World) planView(r string) []planner.Node {
+// viewFor's copy; own says which. The planner only reads its snapshot.
+func (w *World) planView(r string) (view []planner.Node, own bool) {
 	if w.ownView == r && len(w.rollouts) == 1 {
 		// Checked before, and with one rollout ever only its own writes
 		// (Transition.ApplyTo, which makes a node its own) change a node's
 		// owner or progress: still true.
-		return w.nodes
+		return w.nodes, true
 	}
 	for i := range w.nodes {
 		n := &w.nodes[i]
 		if n.Owner != r && (n.Owner != "" || n.Phase != "" || !n.Since.IsZero() || n.Failed) {
-			return w.viewFor(r)
+			return w.viewFor(r), false
 		}
 	}
 	if len(w.rollouts) == 1 {
 		w.ownView = r
 	}
-	return w.nodes
+	return w.nodes, true
 }
 
 // peersOf are the live rollouts other than r, for r's snapshot.

@@ -359,9 +359,17 @@ func (w *world) createWorkload(cluster string) {
 	w.t.Helper()
 	ctx := context.Background()
 	c := w.client(cluster)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}); err != nil {
+	if err := createWorkload(ctx, c); err != nil {
 		w.t.Fatal(err)
 	}
+	w.eventually(time.Minute, "the workload's budget computed by the disruption controller", func() (bool, string) {
+		return workloadBudgetReady(ctx, c)
+	})
+}
+
+// createWorkload creates the GPU workers (one GPU each, on the pool's
+// product) and their PodDisruptionBudget of one disruption.
+func createWorkload(ctx context.Context, c client.Client) error {
 	sel := map[string]string{"app": workloadApp}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: workloadApp, Namespace: workloadNamespace},
@@ -389,18 +397,22 @@ func (w *world) createWorkload(cluster string) {
 			Selector:     &metav1.LabelSelector{MatchLabels: sel},
 		},
 	}
-	for _, o := range []client.Object{dep, pdb} {
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}, dep, pdb} {
 		if err := c.Create(ctx, o); err != nil {
-			w.t.Fatal(err)
+			return err
 		}
 	}
-	w.eventually(time.Minute, "the workload's budget computed by the disruption controller", func() (bool, string) {
-		got := &policyv1.PodDisruptionBudget{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
-			return false, err.Error()
-		}
-		return got.Status.CurrentHealthy == workloadReplicas && got.Status.DisruptionsAllowed == 1, fmt.Sprintf("%+v", got.Status)
-	})
+	return nil
+}
+
+// workloadBudgetReady: the disruption controller counts every worker
+// healthy and allows one disruption.
+func workloadBudgetReady(ctx context.Context, c client.Client) (bool, string) {
+	got := &policyv1.PodDisruptionBudget{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: workloadNamespace, Name: workloadApp}, got); err != nil {
+		return false, err.Error()
+	}
+	return got.Status.CurrentHealthy == workloadReplicas && got.Status.DisruptionsAllowed == 1, fmt.Sprintf("%+v", got.Status)
 }
 
 // evictions returns how many evictions the controllers (all clusters of

@@ -20,16 +20,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -639,40 +633,17 @@ func (p *peerWorld) patchNode(name string, edit func(*corev1.Node)) {
 func (p *peerWorld) workload() {
 	p.b.Helper()
 	ctx := context.Background()
-	if err := p.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: workloadNamespace}}); err != nil {
+	if err := createWorkload(ctx, p.c); err != nil {
 		p.b.Fatal(err)
 	}
-	sel := map[string]string{"app": workloadApp}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: workloadApp, Namespace: workloadNamespace},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](workloadReplicas),
-			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: sel, Annotations: map[string]string{testbed.PodReadyAfterAnnotation: workloadStartup.String()}},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{nodesim.LabelGPUProduct: product},
-					Containers: []corev1.Container{{Name: "worker", Image: "trainer:1",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{nodesim.ResourceGPU: resource.MustParse("1")}}}},
-				},
-			},
-		},
-	}
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: workloadApp, Namespace: workloadNamespace},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(workloadMin)), Selector: &metav1.LabelSelector{MatchLabels: sel}},
-	}
-	for _, o := range []client.Object{dep, pdb} {
-		if err := p.c.Create(ctx, o); err != nil {
-			p.b.Fatal(err)
-		}
-	}
+	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got := &policyv1.PodDisruptionBudget{}
-		return p.c.Get(ctx, client.ObjectKeyFromObject(pdb), got) == nil && got.Status.DisruptionsAllowed == 1, nil
+		ok, msg := workloadBudgetReady(ctx, p.c)
+		last = msg
+		return ok, nil
 	})
 	if err != nil {
-		p.b.Fatalf("the workload's budget: %v", err)
+		p.b.Fatalf("the workload's budget: %v (%s)", err, last)
 	}
 }
 
