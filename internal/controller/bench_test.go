@@ -131,6 +131,9 @@ func benchRollout(b *testing.B, nodes int) {
 		// The sampler plans with its own reconciler over the manager's
 		// cache; its direct reads go past the counted client.
 		sampler := &Reconciler{Client: mgr.GetClient(), APIReader: c, DrainRetry: time.Second}
+		if sampler.nodeStore, err = nodeStore(ctx, mgr.GetCache()); err != nil {
+			b.Fatal(err)
+		}
 		pass := func() (wall, cpu time.Duration) {
 			cur := &v1alpha1.DriverRollout{}
 			if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, cur); err != nil {

@@ -43,6 +43,9 @@ func BenchmarkPass5000(b *testing.B) {
 		b.Fatal("cache did not sync")
 	}
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: cl.Client}
+	if r.nodeStore, err = nodeStore(ctx, mgr.GetCache()); err != nil {
+		b.Fatal(err)
+	}
 	ro := newRollout("pass", "pass", oldDriver, newDriver)
 	ro.Spec.ParallelNodes = nodes / 10
 	var seen int

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -88,6 +89,10 @@ type Reconciler struct {
 	expect expectations
 	// drainReads paces the reads of draining nodes' pods (see drainPods).
 	drainReads drainReads
+	// nodeStore is the manager's node informer store (SetupWithManager),
+	// which listNodes reads in place; nil outside a manager, where it
+	// lists through Client.
+	nodeStore toolscache.Store
 }
 
 func (r *Reconciler) now() time.Time {

@@ -6,8 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -40,6 +42,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, nam
 	}); err != nil {
 		return fmt.Errorf("index events by node: %w", err)
 	}
+	store, err := nodeStore(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	r.nodeStore = store
 	all := handler.EnqueueRequestsFromMapFunc(r.allRollouts)
 	onNode := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		switch o := o.(type) {
@@ -58,6 +65,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, nam
 		Watches(&corev1.Event{}, all, builder.WithPredicates(onNode)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
+}
+
+// nodeStore is the store of c's node informer, which listNodes reads in
+// place: the same objects the cache client hands out, without copying each
+// into a list. Nil for a cache whose informers are not client-go's: the
+// client's list then.
+func nodeStore(ctx context.Context, c cache.Cache) (toolscache.Store, error) {
+	inf, err := c.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("node informer: %w", err)
+	}
+	if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+		return s.GetStore(), nil
+	}
+	return nil, nil
 }
 
 // allRollouts maps any watched change to every DriverRollout: there are few

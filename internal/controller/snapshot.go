@@ -42,17 +42,17 @@ type observation struct {
 
 // observe builds the planner's snapshot of ro's cluster at now.
 func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, now time.Time) (*observation, error) {
-	var list corev1.NodeList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	nodes, err := r.listNodes(ctx)
+	if err != nil {
+		return nil, err
 	}
-	peers, err := r.peers(ctx, ro, list.Items)
+	peers, err := r.peers(ctx, ro, nodes)
 	if err != nil {
 		return nil, err
 	}
 	obs := &observation{
-		snap:  planner.Snapshot{Rollout: ro, Nodes: make([]planner.Node, 0, len(list.Items)), Others: peers.others},
-		nodes: make(map[string]*corev1.Node, len(list.Items)),
+		snap:  planner.Snapshot{Rollout: ro, Nodes: make([]planner.Node, 0, len(nodes)), Others: peers.others},
+		nodes: make(map[string]*corev1.Node, len(nodes)),
 		evict: map[string][]corev1.Pod{},
 	}
 	sel, err := nodeSelector(ro)
@@ -63,8 +63,7 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 	}
 	var work []int
 	var draining []string
-	for i := range list.Items {
-		node := &list.Items[i]
+	for _, node := range nodes {
 		obs.nodes[node.Name] = node
 		n := observeNode(node, ro.Name, now)
 		if peers.gone[n.Owner] {
@@ -94,6 +93,32 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		}
 	}
 	return obs, nil
+}
+
+// listNodes returns every node the cache holds, the cache's own objects
+// (read them, never change them). Under a manager it reads the node
+// informer's store in place: a list through the cache client copies every
+// node into a NodeList, a fifth of a pass over 5,000 nodes.
+func (r *Reconciler) listNodes(ctx context.Context) ([]*corev1.Node, error) {
+	if r.nodeStore != nil {
+		objs := r.nodeStore.List()
+		out := make([]*corev1.Node, 0, len(objs))
+		for _, o := range objs {
+			if n, ok := o.(*corev1.Node); ok {
+				out = append(out, n)
+			}
+		}
+		return out, nil
+	}
+	var list corev1.NodeList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	out := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // observeWork fills in what a node's phase waits for: pods to drain, the
@@ -154,7 +179,7 @@ type peerView struct {
 // naming a rollout the cache does not hold is not taken for free on the
 // cache's word, which may simply lag behind a rollout just created: only a
 // read from the API server that finds no such rollout makes it so.
-func (r *Reconciler) peers(ctx context.Context, ro *v1alpha1.DriverRollout, nodes []corev1.Node) (peerView, error) {
+func (r *Reconciler) peers(ctx context.Context, ro *v1alpha1.DriverRollout, nodes []*corev1.Node) (peerView, error) {
 	var list v1alpha1.DriverRolloutList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return peerView{}, fmt.Errorf("list rollouts: %w", err)
