@@ -104,9 +104,12 @@ func (r *Reconciler) listNodes(ctx context.Context) ([]*corev1.Node, error) {
 		objs := r.nodeStore.List()
 		out := make([]*corev1.Node, 0, len(objs))
 		for _, o := range objs {
-			if n, ok := o.(*corev1.Node); ok {
-				out = append(out, n)
+			n, ok := o.(*corev1.Node)
+			if !ok {
+				// Never plan from a view that silently lacks nodes.
+				return nil, fmt.Errorf("list nodes: the node cache holds a %T", o)
 			}
+			out = append(out, n)
 		}
 		return out, nil
 	}
