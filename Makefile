@@ -75,9 +75,10 @@ chaos: testbin
 	GPUFLEET_CHAOS_SEEDS=$(CHAOS_SEEDS) GPUFLEET_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 120m -v \
 	  -run 'TestControllerChaos|TestLeaderElectionHandover' ./internal/controller/
 
-## fuzz: fuzz the fleet-file parser for a minute
+## fuzz: fuzz the fleet-file parser, and render over what it accepts, for a minute each
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./internal/fleet/
+	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 60s ./internal/render/
 
 clean:
 	rm -rf $(BIN) out
