@@ -54,7 +54,8 @@ import (
 // right after its upgrade) and one of a bad one, on a fresh testbed: two
 // nodes cordoned by hand, a workload with a PodDisruptionBudget on the GPU
 // nodes, the same install time. GPUFLEET_PEER_RUNS (default 3) runs each
-// cell that many times (run it with -benchtime 1x);
+// cell that many times (run it with -benchtime 1x), and
+// GPUFLEET_PEER_WAYS (default all three) picks the ways;
 // the table with min/median/max is logged and written to $GPUFLEET_PEER_TABLE
 // when set. GPUFLEET_PEER_NODES lists the cluster sizes (default 24). It runs
 // only with GPUFLEET_PEER set, as make bench-peer does.
@@ -89,6 +90,18 @@ func BenchmarkPeer(b *testing.B) {
 			b.Fatalf("GPUFLEET_PEER_RUNS=%q: want a count", v)
 		}
 	}
+	// GPUFLEET_PEER_WAYS runs only some of the ways (a run to add to a
+	// column; the table keeps all three).
+	ways := peerWays
+	if v := os.Getenv("GPUFLEET_PEER_WAYS"); v != "" {
+		ways = nil
+		for _, w := range strings.Split(v, ",") {
+			if w = strings.TrimSpace(w); !slices.Contains(peerWays, w) {
+				b.Fatalf("GPUFLEET_PEER_WAYS=%q: want some of %s", v, strings.Join(peerWays, ","))
+			}
+			ways = append(ways, w)
+		}
+	}
 	table := &peerTable{cells: map[string][]peerRun{}}
 	// The table is written after every run, so a bench stopped half-way
 	// keeps what it has.
@@ -104,7 +117,7 @@ func BenchmarkPeer(b *testing.B) {
 	// still has every way measured as often as the others, give or take one.
 	for _, n := range sizes {
 		for run := range runs {
-			for _, way := range peerWays {
+			for _, way := range ways {
 				key := fmt.Sprintf("nodes=%d/way=%s", n, way)
 				// One run per sub-benchmark, not b.N: the testing package
 				// calls a benchmark with b.N = 1 before the b.N -benchtime
