@@ -578,10 +578,9 @@ func (p *peerWorld) out() int {
 
 // nodes is the GPU nodes as the informer has them: read them, never edit.
 func (p *peerWorld) nodes() map[string]*corev1.Node {
-	list, err := p.nodeLister.List(labels.Everything())
-	if err != nil {
-		p.b.Fatal(err)
-	}
+	// A lister's List reads its cache and never fails; no Fatal here, as
+	// the informer's handlers call this off the benchmark's goroutine.
+	list, _ := p.nodeLister.List(labels.Everything())
 	out := map[string]*corev1.Node{}
 	for _, nd := range list {
 		if _, gpu := nd.Labels[nodesim.LabelGPUProduct]; gpu {
