@@ -189,6 +189,12 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.State, l.Next = BrokenState, describe
 		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", or(st.Rollout, w.e.Rollout), phase)
 		return l, false
+	case info.OnTarget && w.e.DriverLabel && n.Labels[render.LabelDriver] != w.a.Driver:
+		// The gate's driver-label check, said for this node.
+		l.State = BrokenState
+		l.Next = fmt.Sprintf("kubectl label node %s %s=%s --overwrite", n.Name, render.LabelDriver, w.a.Driver)
+		l.Message = fmt.Sprintf("the node runs %s but its %s label is %s, so no NVIDIADriver of the release selects it and the operator may take its driver away (a node that joined unlabelled, or from a time on the gpu-operator actuator)", w.a.Driver, render.LabelDriver, or(n.Labels[render.LabelDriver], "missing"))
+		return l, false
 	case info.OnTarget:
 		return l, true
 	case info.AdminCordoned:

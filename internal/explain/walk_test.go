@@ -55,7 +55,7 @@ func converged(t *testing.T) (*fleet.Fleet, gate.Expected, Observed) {
 	}
 	for i := range e.Pools[0].Nodes {
 		o.Nodes = append(o.Nodes, corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("h100-%d", i), Labels: map[string]string{"nvidia.com/gpu.product": e.Pools[0].Product, "nvidia.com/gpu.present": "true", v1alpha1.LabelGFDDriverFull: e.Release.Driver}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("h100-%d", i), Labels: map[string]string{"nvidia.com/gpu.product": e.Pools[0].Product, "nvidia.com/gpu.present": "true", v1alpha1.LabelGFDDriverFull: e.Release.Driver, v1alpha1.LabelDriver: e.Release.Driver}},
 			Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 		})
 	}
@@ -109,6 +109,24 @@ func TestWalkProgressing(t *testing.T) {
 	}
 	if node == nil || node.Phase != "Installing" || node.AdminCordoned || !node.Cordoned || node.OnTarget {
 		t.Errorf("node %+v: want Installing, cordoned by the rollout itself, not on target", node)
+	}
+}
+
+// TestWalkNodeWithoutDriverLabel: a node on the release's driver that no
+// NVIDIADriver of the release selects is broken, with the label to set (the
+// gate's driver-label check, said for the node).
+func TestWalkNodeWithoutDriverLabel(t *testing.T) {
+	f, e, o := converged(t)
+	delete(o.Nodes[2].Labels, v1alpha1.LabelDriver)
+	a := Walk(f, e, o)
+	if a.Verdict != Broken || a.At.Step != StepNode || a.At.Object.Name != "h100-2" {
+		t.Fatalf("verdict %s at %+v, want node h100-2 broken", a.Verdict, a.At)
+	}
+	if want := "kubectl label node h100-2 gpufleet.io/driver=" + e.Release.Driver + " --overwrite"; a.At.Next != want {
+		t.Errorf("next %q, want %q", a.At.Next, want)
+	}
+	if !strings.Contains(a.At.Message, "gpufleet.io/driver label is missing") {
+		t.Errorf("message %q", a.At.Message)
 	}
 }
 

@@ -175,13 +175,18 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			}
 			members = append(members, n)
 		}
-		var wrongDriver, notReady, signals []string
+		var wrongDriver, unselected, notReady, signals []string
 		for _, n := range members {
 			if n.Labels[LabelQuarantined] == "true" {
 				quarantined++
 			}
 			if v := n.Labels[labelDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
 				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
+			} else if v := n.Labels[render.LabelDriver]; e.DriverLabel && v != e.Release.Driver {
+				// Runs the release's driver, but no NVIDIADriver of the
+				// release selects it (a node on another driver is told
+				// above, whatever its label).
+				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
 			}
 			if !nodeReady(n) {
 				notReady = append(notReady, n.Name)
@@ -201,6 +206,13 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			c.Status, c.Message = Fail, "on another driver: "+strings.Join(wrongDriver, ", ")
 		}
 		checks = append(checks, c)
+		if e.DriverLabel {
+			sel := Check{Cluster: e.Cluster, Name: name + "/driver-label", Status: Pass, Expected: fmt.Sprintf("%s=%s on every node of the pool", render.LabelDriver, e.Release.Driver), Observed: fmt.Sprintf("%d of %d", len(members)-len(unselected), len(members))}
+			if len(unselected) > 0 {
+				sel.Status, sel.Message = Fail, fmt.Sprintf("running %s but selected by no NVIDIADriver of the release, so the operator may take the driver away: %s (label each with %s=%s)", e.Release.Driver, strings.Join(unselected, ", "), render.LabelDriver, e.Release.Driver)
+			}
+			checks = append(checks, sel)
+		}
 		ready := Check{Cluster: e.Cluster, Name: name + "/ready", Status: Pass, Expected: "all Ready", Observed: fmt.Sprintf("%d of %d Ready", len(members)-len(notReady), len(members))}
 		if len(notReady) > 0 {
 			ready.Status, ready.Message = Fail, "not Ready: "+strings.Join(notReady, ", ")

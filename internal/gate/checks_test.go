@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -42,6 +43,7 @@ func healthy(e Expected) Observed {
 			o.Nodes = append(o.Nodes, corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-" + string(rune('a'+i)), Labels: map[string]string{
 					"nvidia.com/gpu.product": p.Product, "gpufleet.io/pool": p.Name, labelDriverFull: e.Release.Driver,
+					"gpufleet.io/driver": e.Release.Driver,
 				}},
 				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 			})
@@ -91,6 +93,14 @@ func TestEvaluate(t *testing.T) {
 			o.ClusterPolicy.Object["status"] = map[string]any{"state": "notReady"}
 		}, "gpu-operator/ClusterPolicy", "not ready"},
 		{"node on the old driver", func(_ Expected, o *Observed) { o.Nodes[1].Labels[labelDriverFull] = "550.54.15" }, "nodes/h100/driver", "h100-b=550.54.15"},
+		{"node on the driver without its gpufleet.io/driver label", func(_ Expected, o *Observed) {
+			delete(o.Nodes[2].Labels, "gpufleet.io/driver")
+		}, "nodes/h100/driver-label", "selected by no NVIDIADriver of the release, so the operator may take the driver away: h100-c=none"},
+		{"node on the driver labelled for another", func(_ Expected, o *Observed) { o.Nodes[0].Labels["gpufleet.io/driver"] = "550.54.15" }, "nodes/h100/driver-label", "h100-a=550.54.15"},
+		// A node on another driver is told once, by the driver check, whatever its label.
+		{"node on the old driver and labelled for it", func(_ Expected, o *Observed) {
+			o.Nodes[1].Labels[labelDriverFull], o.Nodes[1].Labels["gpufleet.io/driver"] = "550.54.15", "550.54.15"
+		}, "nodes/h100/driver", "h100-b=550.54.15"},
 		{"node with an XID", func(_ Expected, o *Observed) {
 			o.Nodes[2].Status.Conditions = append(o.Nodes[2].Status.Conditions, corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue})
 		}, "nodes/h100/gpu-errors", "h100-c: GpuXidError"},
@@ -163,5 +173,42 @@ func TestVerdict(t *testing.T) {
 		if got := r.Verdict(); got != tt.want {
 			t.Errorf("%v: got %s, want %s", tt.statuses, got, tt.want)
 		}
+	}
+}
+
+// On the gpu-operator actuator one NVIDIADriver selects the whole pool, by
+// product alone: gpufleet.io/driver means nothing there and is not asked for.
+func TestDriverLabelOnlyOnGPUFleetActuator(t *testing.T) {
+	data, err := os.ReadFile("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "\n[policy]\n", "\n[policy]\nactuator = \"gpu-operator\"\n", 1)
+	if src == string(data) {
+		t.Fatal("examples/fleet.toml has no [policy] table to set the actuator in")
+	}
+	f, err := fleet.Parse("fleet.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Stack = nil
+	e := Expect(f, "stg-h100", rev)
+	if e.DriverLabel {
+		t.Fatal("DriverLabel set on the gpu-operator actuator")
+	}
+	o := healthy(e)
+	for _, n := range o.Nodes {
+		delete(n.Labels, "gpufleet.io/driver")
+	}
+	for _, c := range Evaluate(e, o) {
+		if c.Status != Pass {
+			t.Errorf("%s failed on the gpu-operator actuator: %s", c.Name, c.Message)
+		}
+		if strings.HasSuffix(c.Name, "/driver-label") {
+			t.Errorf("%s checked on the gpu-operator actuator", c.Name)
+		}
+	}
+	if !exampleExpect(t, "stg-h100").DriverLabel {
+		t.Error("DriverLabel not set on the default (gpufleet) actuator")
 	}
 }

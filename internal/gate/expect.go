@@ -3,6 +3,7 @@ package gate
 import (
 	"strings"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -33,6 +34,13 @@ type Expected struct {
 	SignalConditions []string
 	// MaxQuarantined is how many quarantined nodes the policy tolerates.
 	MaxQuarantined int
+	// DriverLabel is set where gpufleet's actuator moves the nodes: its
+	// NVIDIADrivers select a node by gpufleet.io/driver, so a node running
+	// the release's driver without that label (one that joined unlabelled,
+	// or one from a time on the gpu-operator actuator) is selected by none
+	// of them, and the operator takes its driver away once the NVIDIADriver
+	// that did select it is gone.
+	DriverLabel bool
 	// Rollout is the name of the DriverRollout that must be complete: the
 	// one render writes (after an abort, the aborted release's).
 	Rollout string
@@ -60,6 +68,7 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		SharedProduct:    map[string]bool{},
 		SignalConditions: pol.Health.NodeConditions,
 		MaxQuarantined:   pol.FailureBudget,
+		DriverLabel:      pol.Actuator != v1alpha1.ActuatorGPUOperator,
 		Rollout:          t.DriverRollout.Name,
 	}
 	if f.Charts.Mode == fleet.ModeManifests {
