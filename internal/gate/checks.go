@@ -182,10 +182,13 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			}
 			if v := n.Labels[labelDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
 				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
-			} else if v := n.Labels[render.LabelDriver]; e.DriverLabel && v != e.Release.Driver {
+			} else if v := n.Labels[render.LabelDriver]; e.DriverLabel && v != e.Release.Driver &&
+				!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase) {
 				// Runs the release's driver, but no NVIDIADriver of the
-				// release selects it (a node on another driver is told
-				// above, whatever its label).
+				// release selects it. A node on another driver is told
+				// above, whatever its label; one the controller is moving
+				// (a rollback flips the label before the driver changes) or
+				// has quarantined carries the label the controller set.
 				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
 			}
 			if !nodeReady(n) {

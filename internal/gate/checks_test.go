@@ -97,6 +97,11 @@ func TestEvaluate(t *testing.T) {
 			delete(o.Nodes[2].Labels, "gpufleet.io/driver")
 		}, "nodes/h100/driver-label", "selected by no NVIDIADriver of the release, so the operator may take the driver away: h100-c=none"},
 		{"node on the driver labelled for another", func(_ Expected, o *Observed) { o.Nodes[0].Labels["gpufleet.io/driver"] = "550.54.15" }, "nodes/h100/driver-label", "h100-a=550.54.15"},
+		// The controller's own label on a node it is rolling back, before the driver changes.
+		{"node rolling back, label flipped first", func(_ Expected, o *Observed) {
+			o.Nodes[3].Labels["gpufleet.io/driver"] = "550.54.15"
+			o.Nodes[3].Labels[v1alpha1.LabelPhase] = string(v1alpha1.NodeRollingBack)
+		}, "", ""},
 		// A node on another driver is told once, by the driver check, whatever its label.
 		{"node on the old driver and labelled for it", func(_ Expected, o *Observed) {
 			o.Nodes[1].Labels[labelDriverFull], o.Nodes[1].Labels["gpufleet.io/driver"] = "550.54.15", "550.54.15"
