@@ -146,6 +146,11 @@ func TestGateOnRealClusters(t *testing.T) {
 			setNode("h100-3", func(n *corev1.Node) { n.Labels["nvidia.com/cuda.driver-version.full"] = "550.54.15" }),
 			setNode("h100-3", func(n *corev1.Node) { n.Labels["nvidia.com/cuda.driver-version.full"] = "570.172.08" }),
 			"nodes/h100/driver", "on another driver: h100-3=550.54.15"},
+		// GFD's labels still say 570: the gate must see the label itself.
+		{"a node on the driver without its gpufleet.io/driver label",
+			setNode("h100-2", func(n *corev1.Node) { delete(n.Labels, "gpufleet.io/driver") }),
+			setNode("h100-2", func(n *corev1.Node) { n.Labels["gpufleet.io/driver"] = "570.172.08" }),
+			"nodes/h100/driver-label", "selected by no NVIDIADriver of the release, so the operator may take the driver away: h100-2=none"},
 		{"a node with an XID",
 			func(t *testing.T) {
 				if err := sims["prod-h100-b"].RaiseXID(ctx, "h200-2", 79); err != nil {
