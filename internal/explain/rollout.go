@@ -189,7 +189,7 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.State, l.Next = BrokenState, describe
 		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", or(st.Rollout, w.e.Rollout), phase)
 		return l, false
-	case info.OnTarget && w.e.DriverLabel && n.Labels[render.LabelDriver] != w.a.Driver && !planner.HoldsCordon(phase):
+	case gate.DriverUnlabelled(w.e, n):
 		// The gate's driver-label check, said for this node.
 		l.State = BrokenState
 		l.Next = fmt.Sprintf("kubectl label node %s %s=%s --overwrite", n.Name, render.LabelDriver, w.a.Driver)

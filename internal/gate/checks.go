@@ -182,14 +182,8 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			}
 			if v := n.Labels[labelDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
 				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
-			} else if v := n.Labels[render.LabelDriver]; e.DriverLabel && v != e.Release.Driver &&
-				!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase) {
-				// Runs the release's driver, but no NVIDIADriver of the
-				// release selects it. A node on another driver is told
-				// above, whatever its label; one the controller is moving
-				// (a rollback flips the label before the driver changes) or
-				// has quarantined carries the label the controller set.
-				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
+			} else if DriverUnlabelled(e, n) {
+				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(n.Labels[render.LabelDriver], "none")))
 			}
 			if !nodeReady(n) {
 				notReady = append(notReady, n.Name)
@@ -232,6 +226,20 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 		q.Status, q.Message = Fail, "more quarantined nodes than the failure budget allows"
 	}
 	return append(checks, q)
+}
+
+// DriverUnlabelled reports whether n runs e's driver while no NVIDIADriver
+// of the release selects it: on gpufleet's actuator (e.DriverLabel) its
+// gpufleet.io/driver label is not the release's driver. A node on another
+// driver is not (the driver check tells it, whatever its label), nor one
+// the controller is moving or has quarantined: it carries the label the
+// controller set (a rollback flips the label before the driver changes).
+// The gate's driver-label check and explain's node link both ask this.
+func DriverUnlabelled(e Expected, n corev1.Node) bool {
+	return e.DriverLabel && e.Release != nil &&
+		planner.DriverMatches(n.Labels[labelDriverFull], e.Release.Driver) &&
+		n.Labels[render.LabelDriver] != e.Release.Driver &&
+		!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase)
 }
 
 func nodeReady(n corev1.Node) bool {
