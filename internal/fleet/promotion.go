@@ -165,7 +165,9 @@ func (f *Fleet) Downgrade(release string) []string {
 		{"network-operator", s.NetworkOperator, r.NetworkOperator},
 		{"driver", s.Driver, r.Driver},
 	} {
-		if compareVersions(c.new, c.old) < 0 {
+		// A release without a Network Operator removes it rather than
+		// going back to an older one.
+		if c.new != "" && c.old != "" && compareVersions(c.new, c.old) < 0 {
 			why = append(why, fmt.Sprintf("%s %s < %s", c.what, c.new, c.old))
 		}
 	}

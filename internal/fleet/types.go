@@ -58,6 +58,8 @@ const (
 type Release struct {
 	Name string `toml:"-"`
 	// GPUOperator and NetworkOperator are chart versions, e.g. "v25.10.1".
+	// NetworkOperator may be empty: the clusters on such a release run no
+	// Network Operator (render writes none, and removes one it wrote).
 	GPUOperator     string `toml:"gpu-operator"`
 	NetworkOperator string `toml:"network-operator"`
 	// Driver is the GPU driver version, e.g. "580.95.05", or with
@@ -84,6 +86,15 @@ type Cluster struct {
 	// Context is the kubeconfig context gate connects through.
 	Context string  `toml:"context"`
 	Pools   []*Pool `toml:"pools"`
+	// GPUOperator and NetworkOperator are the operators as they are
+	// installed on the cluster ([clusters.<name>.gpu-operator] and
+	// [clusters.<name>.network-operator], which `gpufleet init` writes):
+	// render adopts those Helm releases instead of installing a second copy
+	// beside them. Nil when the table is absent: gpufleet installs the
+	// operator itself, under the defaults (see GPUOperatorRelease and its
+	// neighbours, which answer for both cases).
+	GPUOperator     *OperatorInstall `toml:"gpu-operator"`
+	NetworkOperator *OperatorInstall `toml:"network-operator"`
 }
 
 // Pool is a set of identical GPU nodes in a cluster.

@@ -42,6 +42,7 @@ func (f *Fleet) validate(probs *problemList) {
 	}
 	f.validateWaves(probs)
 	f.validatePolicy(probs)
+	f.validateInstalls(probs)
 	f.validatePromotion(probs)
 	f.validateStack(probs)
 }
@@ -81,7 +82,11 @@ func (f *Fleet) validateRelease(probs *problemList, r *Release) {
 	key := joinKey("releases", r.Name)
 	checkName(probs, key, "release", r.Name)
 	checkRequired(probs, key, "gpu-operator", r.GPUOperator, chartVersion, "a chart version such as v25.10.1")
-	checkRequired(probs, key, "network-operator", r.NetworkOperator, chartVersion, "a chart version such as v25.4.0")
+	// The Network Operator is optional: a fleet adopted from clusters that
+	// run none has releases without it.
+	if r.NetworkOperator != "" && !chartVersion.MatchString(r.NetworkOperator) {
+		probs.add(key+".network-operator", "%q is not a chart version such as v25.4.0", r.NetworkOperator)
+	}
 	checkDriver(probs, key, r)
 }
 
