@@ -1,0 +1,69 @@
+package adopt
+
+// Cluster is what one kubeconfig context's cluster runs, as Read found it:
+// facts, nothing judged. Judge decides what they mean.
+type Cluster struct {
+	// Context is the kubeconfig context it was read through; the fleet
+	// file's cluster is named after it.
+	Context string
+	// Nodes are the GPU nodes: those labelled nvidia.com/gpu.present=true
+	// or carrying a GPU product label, sorted by name.
+	Nodes []Node
+	// Deployments are the operators' Deployments found in any namespace:
+	// those of the GPU Operator chart (helm.sh/chart gpu-operator-<version>
+	// or app.kubernetes.io/component=gpu-operator) and of the Network
+	// Operator chart (helm.sh/chart network-operator-<version>).
+	Deployments []Deployment
+	// ClusterPolicies are the GPU Operator's ClusterPolicies (normally one;
+	// the operator serves the first and marks others ignored).
+	ClusterPolicies []ClusterPolicy
+	// NVIDIADrivers are the names of the NVIDIADrivers that gpufleet did
+	// not write (no app.kubernetes.io/managed-by=gpufleet), sorted.
+	NVIDIADrivers []string
+}
+
+// Node is one GPU node: its name and labels (GPU Feature Discovery's, the
+// operator's and gpufleet's are what Judge reads).
+type Node struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Deployment is an operator's Deployment as Helm installed it.
+type Deployment struct {
+	Namespace, Name string
+	Labels          map[string]string
+	Annotations     map[string]string
+	// Images are its containers' images, in order; the one of the
+	// container named after the chart is the operator's.
+	Containers []Container
+}
+
+// Container is one container of a Deployment's pod template.
+type Container struct {
+	Name, Image string
+}
+
+// ClusterPolicy is what init reads of a ClusterPolicy (nvidia.com/v1).
+type ClusterPolicy struct {
+	Name string
+	// UseNVIDIADriverCRD is spec.driver.useNvidiaDriverCRD: true when
+	// NVIDIADriver objects manage the drivers, false (the chart's default)
+	// when the ClusterPolicy's own driver DaemonSet does.
+	UseNVIDIADriverCRD bool
+	// DriverEnabled is spec.driver.enabled (nil when unset: the
+	// operator's default, true).
+	DriverEnabled *bool
+	// DriverVersion is spec.driver.version, the driver the ClusterPolicy's
+	// DaemonSet installs (a version, a branch, or empty).
+	DriverVersion string
+	// UsePrecompiled is spec.driver.usePrecompiled.
+	UsePrecompiled bool
+	// State is status.state: ready, notReady, ignored (not the one the
+	// operator serves)…
+	State string
+}
+
+// StateIgnored is the status.state of a ClusterPolicy the operator does
+// not serve (it serves one per cluster).
+const StateIgnored = "ignored"

@@ -1,0 +1,145 @@
+package adopt
+
+import "maps"
+
+// The fixtures of the tests: GPU nodes labelled as GPU Feature Discovery
+// and the GPU Operator label them, and an operator installed as the
+// v25.3.4 chart installs it.
+
+const (
+	h100     = "NVIDIA-H100-80GB-HBM3"
+	h200     = "NVIDIA-H200"
+	a100     = "NVIDIA-A100-SXM4-80GB"
+	a100s    = "NVIDIA-A100-SXM4-40GB"
+	drv570   = "570.172.08"
+	drv570b  = "570.124.06"
+	drv580   = "580.95.05"
+	gpuOp    = "v25.3.4"
+	netOp    = "v25.4.0"
+	release0 = "gpu-operator"
+)
+
+// nodeB builds a GPU node.
+type nodeB struct{ n Node }
+
+// gpuNode is a node with a loaded driver: GFD's product, count and driver
+// labels, the operator's gpu.present and a finished upgrade.
+func gpuNode(name, product, driver string) *nodeB {
+	major, _, _ := cutDot(driver)
+	return &nodeB{Node{Name: name, Labels: map[string]string{
+		LabelGPUPresent:          "true",
+		LabelGPUProduct:          product,
+		"nvidia.com/gpu.count":   "8",
+		LabelDriverFull:          driver,
+		LabelDriverMajor:         major,
+		"nvidia.com/mig.capable": "true",
+		LabelMIGConfig:           MIGDisabled,
+		LabelMIGConfigState:      MIGStateSuccess,
+		LabelUpgradeState:        upgradeDone,
+		LabelDeployDriver:        "true",
+	}}}
+}
+
+func cutDot(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == '.' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+func (b *nodeB) with(k, v string) *nodeB {
+	b.n.Labels[k] = v
+	return b
+}
+
+func (b *nodeB) without(k string) *nodeB {
+	delete(b.n.Labels, k)
+	return b
+}
+
+// mig partitions the node's GPUs; under the single strategy GFD adds the
+// profile to the product.
+func (b *nodeB) mig(layout string) *nodeB { return b.with(LabelMIGConfig, layout) }
+
+func (b *nodeB) pool(p string) *nodeB { return b.with(LabelPool, p) }
+
+func (b *nodeB) node() Node {
+	return Node{Name: b.n.Name, Labels: maps.Clone(b.n.Labels)}
+}
+
+// gpuOperatorDeployment is the GPU Operator's Deployment as the chart at
+// version installs it as release in namespace (templates/operator.yaml,
+// _helpers.tpl's gpu-operator.labels).
+func gpuOperatorDeployment(namespace, release, version string) Deployment {
+	return Deployment{Namespace: namespace, Name: "gpu-operator",
+		Labels: map[string]string{
+			"app.kubernetes.io/name":                   "gpu-operator",
+			LabelHelmChart:                             "gpu-operator-" + version,
+			LabelInstance:                              release,
+			"app.kubernetes.io/version":                version,
+			"app.kubernetes.io/managed-by":             "Helm",
+			LabelComponent:                             "gpu-operator",
+			"nvidia.com/gpu-driver-upgrade-drain.skip": "true",
+		},
+		Annotations: map[string]string{AnnotationReleaseName: release, AnnotationReleaseNamespace: namespace},
+		Containers:  []Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:" + version}},
+	}
+}
+
+// networkOperatorDeployment is the Network Operator's Deployment as its
+// chart installs it (name <release>-network-operator unless the release
+// holds the chart name).
+func networkOperatorDeployment(namespace, release, version string) Deployment {
+	name := release
+	if release != "network-operator" {
+		name = release + "-network-operator"
+	}
+	return Deployment{Namespace: namespace, Name: name,
+		Labels: map[string]string{
+			LabelHelmChart:                 "network-operator-" + version[1:],
+			"app.kubernetes.io/name":       "network-operator",
+			LabelInstance:                  release,
+			"app.kubernetes.io/managed-by": "Helm",
+			"control-plane":                release + "-controller",
+		},
+		Annotations: map[string]string{AnnotationReleaseName: release, AnnotationReleaseNamespace: namespace},
+		Containers:  []Container{{Name: "network-operator", Image: "nvcr.io/nvidia/cloud-native/network-operator:" + version}},
+	}
+}
+
+// clusterPolicy is the chart's ClusterPolicy in its default mode.
+func clusterPolicy(driver string) ClusterPolicy {
+	return ClusterPolicy{Name: "cluster-policy", DriverVersion: driver, State: "ready"}
+}
+
+// cluster is a cluster with the GPU Operator installed by the chart in
+// its default mode, as release "gpu-operator" in namespace gpu-operator,
+// ClusterPolicy on drv570.
+func cluster(ctx string, nodes ...*nodeB) Cluster {
+	c := Cluster{Context: ctx,
+		Deployments:     []Deployment{gpuOperatorDeployment("gpu-operator", release0, gpuOp)},
+		ClusterPolicies: []ClusterPolicy{clusterPolicy(drv570)},
+	}
+	for _, n := range nodes {
+		c.Nodes = append(c.Nodes, n.node())
+	}
+	return c
+}
+
+// h100s are n H100 nodes named prefix-1… on driver.
+func nodes(prefix, product, driver string, n int) []*nodeB {
+	var out []*nodeB
+	for i := 1; i <= n; i++ {
+		out = append(out, gpuNode(prefix+"-"+itoa(i), product, driver))
+	}
+	return out
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

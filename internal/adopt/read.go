@@ -1,0 +1,308 @@
+package adopt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Kubeconfig is a kubeconfig read once: its contexts, and a REST config
+// for each. It follows kubectl's loading rules (an explicit file, else
+// $KUBECONFIG, else ~/.kube/config) and the gate's rule that a context the
+// kubeconfig lacks is an error, never the current context instead.
+type Kubeconfig struct {
+	raw   *clientcmdapi.Config
+	rules *clientcmd.ClientConfigLoadingRules
+}
+
+// LoadKubeconfig reads path, or with path empty the standard loading rules.
+func LoadKubeconfig(path string) (*Kubeconfig, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return &Kubeconfig{raw: raw, rules: rules}, nil
+}
+
+// Contexts are the kubeconfig's context names, sorted.
+func (k *Kubeconfig) Contexts() []string {
+	return sortedKeys(k.raw.Contexts)
+}
+
+// Has says whether the kubeconfig has a context of that name.
+func (k *Kubeconfig) Has(context string) bool {
+	_, ok := k.raw.Contexts[context]
+	return ok
+}
+
+// RESTConfig is the REST config of a context of the kubeconfig.
+func (k *Kubeconfig) RESTConfig(context string) (*rest.Config, error) {
+	if !k.Has(context) {
+		return nil, fmt.Errorf("context %q is not in the kubeconfig", context)
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*k.raw, context, &clientcmd.ConfigOverrides{}, k.rules).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("context %q: %w", context, err)
+	}
+	return cfg, nil
+}
+
+// ReadError is a cluster that could not be read: unreachable, refused,
+// timed out, its context missing. init fails closed on it.
+type ReadError struct {
+	Context string
+	Err     error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("cannot read context %s: %v", e.Context, e.Err)
+}
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// ReadOptions say which clusters Read reads and how.
+type ReadOptions struct {
+	Kubeconfig *Kubeconfig
+	// Contexts are read; each becomes one Cluster.
+	Contexts []string
+	// Timeout bounds the reading of each cluster.
+	Timeout time.Duration
+	// Concurrency is the most clusters read at once (at least 1).
+	Concurrency int
+}
+
+// Read reads every context's cluster, several at once. It returns the
+// clusters in the order of the contexts, or, when any could not be read,
+// every ReadError joined (and nothing else: a fleet file of the clusters
+// that answered would describe another fleet).
+func Read(ctx context.Context, o ReadOptions) ([]Cluster, error) {
+	clusters := make([]Cluster, len(o.Contexts))
+	errs := make([]error, len(o.Contexts))
+	sem := make(chan struct{}, max(o.Concurrency, 1))
+	var wg sync.WaitGroup
+	for i, name := range o.Contexts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			defer cancel()
+			c, err := readContext(cctx, o.Kubeconfig, name)
+			if err != nil {
+				errs[i] = &ReadError{Context: name, Err: err}
+				return
+			}
+			clusters[i] = c
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return clusters, nil
+}
+
+func readContext(ctx context.Context, k *Kubeconfig, name string) (Cluster, error) {
+	cfg, err := k.RESTConfig(name)
+	if err != nil {
+		return Cluster{}, err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err := NewClient(cfg)
+	if err != nil {
+		return Cluster{}, err
+	}
+	return ReadCluster(ctx, c, name)
+}
+
+// NewClient is a read client with the kinds ReadCluster reads typed.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := appsv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+// The GPU Operator's kinds, read unstructured (their CRDs may be absent:
+// a cluster without the operator).
+var (
+	gvkClusterPolicyList = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicyList"}
+	gvkNVIDIADriverList  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriverList"}
+)
+
+// pageSize is how many objects one list request asks for: a cluster of
+// thousands of nodes is read in pages, as kubectl does.
+const pageSize = 500
+
+// ReadCluster reads what init judges from one cluster through c: the GPU
+// nodes (their metadata only), the operators' Deployments in every
+// namespace, the ClusterPolicies and the NVIDIADrivers. It only reads.
+// A kind the cluster does not serve (no GPU Operator CRDs) reads as none;
+// any other failure is an error, never a partial Cluster.
+func ReadCluster(ctx context.Context, c client.Client, context string) (Cluster, error) {
+	out := Cluster{Context: context}
+	nodes, err := gpuNodes(ctx, c)
+	if err != nil {
+		return out, err
+	}
+	out.Nodes = nodes
+	if out.Deployments, err = operatorDeployments(ctx, c); err != nil {
+		return out, err
+	}
+	if out.ClusterPolicies, err = clusterPolicies(ctx, c); err != nil {
+		return out, err
+	}
+	if out.NVIDIADrivers, err = foreignNVIDIADrivers(ctx, c); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// gpuNodes lists the nodes labelled gpu.present=true and those with a GPU
+// product (GFD labels a node the operator has not), by label selector, so
+// a cluster's CPU nodes are not read at all.
+func gpuNodes(ctx context.Context, c client.Client) ([]Node, error) {
+	byName := map[string]Node{}
+	for _, sel := range []string{LabelGPUPresent + "=true", LabelGPUProduct} {
+		selector, err := labels.Parse(sel)
+		if err != nil {
+			return nil, err
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		err = listPages(ctx, c, list, func() {
+			for _, n := range list.Items {
+				byName[n.Name] = Node{Name: n.Name, Labels: n.Labels}
+			}
+		}, client.MatchingLabelsSelector{Selector: selector})
+		if err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+	}
+	nodes := make([]Node, 0, len(byName))
+	for _, name := range sortedKeys(byName) {
+		nodes = append(nodes, byName[name])
+	}
+	return nodes, nil
+}
+
+// operatorDeployments lists the Deployments of every namespace and keeps
+// the operators' (see chartOf). A label selector cannot say "helm.sh/chart
+// starts with gpu-operator-", so every Deployment is read, a page at a
+// time, and only the operators' are kept.
+func operatorDeployments(ctx context.Context, c client.Client) ([]Deployment, error) {
+	var out []Deployment
+	list := &appsv1.DeploymentList{}
+	err := listPages(ctx, c, list, func() {
+		for _, d := range list.Items {
+			dep := Deployment{Namespace: d.Namespace, Name: d.Name, Labels: d.Labels, Annotations: d.Annotations}
+			for _, ct := range d.Spec.Template.Spec.Containers {
+				dep.Containers = append(dep.Containers, Container{Name: ct.Name, Image: ct.Image})
+			}
+			if chartOf(dep) != "" {
+				out = append(out, dep)
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list deployments: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Deployment) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out, nil
+}
+
+func clusterPolicies(ctx context.Context, c client.Client) ([]ClusterPolicy, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvkClusterPolicyList)
+	if err := c.List(ctx, list); err != nil {
+		if notServed(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list clusterpolicies: %w", err)
+	}
+	var out []ClusterPolicy
+	for _, u := range list.Items {
+		cp := ClusterPolicy{Name: u.GetName()}
+		cp.UseNVIDIADriverCRD, _, _ = unstructured.NestedBool(u.Object, "spec", "driver", "useNvidiaDriverCRD")
+		if enabled, found, _ := unstructured.NestedBool(u.Object, "spec", "driver", "enabled"); found {
+			cp.DriverEnabled = &enabled
+		}
+		cp.DriverVersion, _, _ = unstructured.NestedString(u.Object, "spec", "driver", "version")
+		cp.UsePrecompiled, _, _ = unstructured.NestedBool(u.Object, "spec", "driver", "usePrecompiled")
+		cp.State, _, _ = unstructured.NestedString(u.Object, "status", "state")
+		out = append(out, cp)
+	}
+	slices.SortFunc(out, func(a, b ClusterPolicy) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func foreignNVIDIADrivers(ctx context.Context, c client.Client) ([]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvkNVIDIADriverList)
+	if err := c.List(ctx, list); err != nil {
+		if notServed(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list nvidiadrivers: %w", err)
+	}
+	var out []string
+	for _, u := range list.Items {
+		if u.GetLabels()[LabelManagedBy] != "gpufleet" {
+			out = append(out, u.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// notServed says the cluster does not serve a kind: its CRD is absent.
+func notServed(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err)
+}
+
+// listPages lists in pages of pageSize, calling each after every page
+// (list holds that page).
+func listPages(ctx context.Context, c client.Client, list client.ObjectList, each func(), opts ...client.ListOption) error {
+	cont := ""
+	for {
+		page := append(slices.Clone(opts), client.Limit(pageSize))
+		if cont != "" {
+			page = append(page, client.Continue(cont))
+		}
+		if err := c.List(ctx, list, page...); err != nil {
+			return err
+		}
+		each()
+		if cont = list.(metav1.ListInterface).GetContinue(); cont == "" {
+			return nil
+		}
+	}
+}

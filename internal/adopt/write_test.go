@@ -1,0 +1,107 @@
+package adopt
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden fleet files in testdata/")
+
+// goldenFleets are the fleets the golden files hold, each as Judge builds
+// it from clusters as the GPU Operator and GPU Feature Discovery label
+// them.
+func goldenFleets() map[string]struct {
+	clusters []Cluster
+	opts     Options
+} {
+	type fleet = struct {
+		clusters []Cluster
+		opts     Options
+	}
+	return map[string]fleet{
+		// The common case: the chart's default mode (ClusterPolicy), a
+		// staging and two production clusters, MIG beside whole GPUs, the
+		// Network Operator, names and waves by default.
+		"clusterpolicy": {clusters: []Cluster{
+			withNetwork(cluster("stg-h100", nodes("stg-h100", h100, drv570, 2)...)),
+			withNetwork(cluster("prod-h100-a", nodes("prod-h100-a", h100, drv570, 4)...)),
+			withNetwork(func() Cluster {
+				c := cluster("prod-a100",
+					gpuNode("a100-1", a100, drv570), gpuNode("a100-2", a100, drv570),
+					gpuNode("a100-mig-1", a100, drv570).mig("all-1g.10gb"), gpuNode("a100-mig-2", a100+"-MIG-1g.10gb", drv570).mig("all-1g.10gb"))
+				c.Deployments[0] = gpuOperatorDeployment("gpu-operator", "gpu-operator-1712345678", gpuOp)
+				return c
+			}()),
+		}},
+		// NVIDIADriver mode, a pool named by its label, the operators in
+		// namespaces of their own, no Network Operator, the release, the
+		// environments, the waves and the charts from flags.
+		"nvidiadriver": {clusters: []Cluster{
+			func() Cluster {
+				c := cluster("eu-1", gpuNode("n-1", h100, drv580).pool("training"), gpuNode("n-2", h100, drv580).pool("training"), gpuNode("l-1", "NVIDIA-L40S", drv580))
+				c.Deployments[0] = gpuOperatorDeployment("nvidia-system", "nvidia", "v25.10.1")
+				c.ClusterPolicies = []ClusterPolicy{{Name: "cluster-policy", UseNVIDIADriverCRD: true, State: "ready"}}
+				return c
+			}(),
+			func() Cluster {
+				c := cluster("us-1", gpuNode("u-1", h200, drv580))
+				c.Deployments[0] = gpuOperatorDeployment("gpu-operator", "gpu-operator", "v25.10.1")
+				c.ClusterPolicies = []ClusterPolicy{{Name: "cluster-policy", UseNVIDIADriverCRD: true, State: "ready"}}
+				return c
+			}(),
+		}, opts: Options{Release: "r2026-06", Environments: map[string]string{"eu-1": "prod-eu", "us-1": "prod-us"},
+			Waves:           []WaveSpec{{Name: "europe", Contexts: []string{"eu-1"}}, {Name: "america", Contexts: []string{"us-1"}}},
+			ChartRepository: "oci://registry.internal.example/nvidia", ChartMode: "manifests"}},
+		// Precompiled drivers: the release names the branch.
+		"precompiled": {clusters: []Cluster{func() Cluster {
+			c := cluster("gpu", nodes("gpu", h100, drv570, 3)...)
+			c.ClusterPolicies[0].UsePrecompiled, c.ClusterPolicies[0].DriverVersion = true, "570"
+			return c
+		}()}},
+	}
+}
+
+func withNetwork(c Cluster) Cluster {
+	c.Deployments = append(c.Deployments, networkOperatorDeployment("nvidia-network-operator", "network-operator", netOp))
+	return c
+}
+
+// TestWriteGolden: the fleet files Write prints equal testdata/<name>.toml
+// (go test ./internal/adopt -run TestWriteGolden -update rewrites them),
+// are TOML, and come out the same twice.
+func TestWriteGolden(t *testing.T) {
+	for name, g := range goldenFleets() {
+		t.Run(name, func(t *testing.T) {
+			r := Judge(g.clusters, g.opts)
+			if r.Err() != nil {
+				t.Fatal(r.Err())
+			}
+			got := Write(r.Fleet)
+			var doc map[string]any
+			if err := toml.Unmarshal(got, &doc); err != nil {
+				t.Fatalf("not TOML: %v\n%s", err, got)
+			}
+			if again := Write(Judge(g.clusters, g.opts).Fleet); string(again) != string(got) {
+				t.Error("two writes of one fleet differ")
+			}
+			golden := filepath.Join("testdata", name+".toml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test ./internal/adopt -run TestWriteGolden -update writes it)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("Write differs from %s:\n%s", golden, got)
+			}
+		})
+	}
+}
