@@ -67,6 +67,16 @@ const (
 	ReasonPoolLabelsNeeded Reason = "PoolLabelsNeeded"
 )
 
+// Reasons are every Reason, problems then warnings: the enum of the -o
+// json report's reason (docs/schema/cli.schema.json, checked by a test).
+var Reasons = []Reason{
+	ReasonClusterName, ReasonNoGPUNodes, ReasonUnplaced, ReasonNoDriverVersion, ReasonPreinstalledDriver,
+	ReasonDriverOff, ReasonUpgrading, ReasonMIGChanging, ReasonMIGLayout, ReasonMixedDrivers, ReasonPoolLabel,
+	ReasonNoGPUOperator, ReasonSeveralOperators, ReasonOperatorUnreadable, ReasonClusterPolicy,
+	ReasonDriverPending, ReasonVersionSkew,
+	ReasonForeignNVIDIADrivers, ReasonPoolLabelsNeeded,
+}
+
 // Problem is one thing init refuses to guess (or, as a warning, one thing
 // a person should know), with the nodes it is about and what to do.
 type Problem struct {
