@@ -211,3 +211,35 @@ func TestRealManifests(t *testing.T) {
 		t.Error("two renders of the same chart and values differ")
 	}
 }
+
+// TestRendererReleaseName: Renderer renders a chart as the Helm release it
+// is given, in its namespace: an adopted Network Operator installed as
+// net-op runs its Deployment as net-op-network-operator (the chart's
+// fullname), and a release whose name holds the chart's keeps it alone.
+func TestRendererReleaseName(t *testing.T) {
+	ops := operatorsDir(t)
+	r := Renderer{Ctx: context.Background(), Src: &FolderSource{Dir: ops}}
+	for release, want := range map[string]string{
+		"net-op":                      "net-op-network-operator",
+		"network-operator":            "network-operator",
+		"network-operator-1712345678": "network-operator-1712345678",
+	} {
+		b, err := r.RenderChart("network-operator", "v25.4.0", release, "nvidia-net", map[string]any{"nfd": map[string]any{"enabled": false}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := crdcheck.DecodeObjects(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deployments []string
+		for _, o := range objs {
+			if o.GetKind() == "Deployment" {
+				deployments = append(deployments, o.GetNamespace()+"/"+o.GetName())
+			}
+		}
+		if len(deployments) != 1 || deployments[0] != "nvidia-net/"+want {
+			t.Errorf("release %s: Deployments %v, want nvidia-net/%s", release, deployments, want)
+		}
+	}
+}

@@ -10,8 +10,11 @@ type Renderer struct {
 	Src Source
 }
 
-// RenderChart renders chart at version into namespace with values, the
-// release named after the chart (see [RenderManifests]).
-func (r Renderer) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
-	return RenderManifests(r.Ctx, r.Src, chart, version, values, RenderOptions{Namespace: namespace, ReleaseName: chart})
+// RenderChart renders chart at version as the Helm release named release in
+// namespace, with values (see [RenderManifests]). The release name matters:
+// the charts name objects after it (the Network Operator's Deployment, the
+// Node Feature Discovery subchart's objects), so an adopted release renders
+// under the name it was installed with.
+func (r Renderer) RenderChart(chart, version, release, namespace string, values map[string]any) ([]byte, error) {
+	return RenderManifests(r.Ctx, r.Src, chart, version, values, RenderOptions{Namespace: namespace, ReleaseName: release})
 }

@@ -14,7 +14,7 @@ import (
 // stubCharts renders a chart to one ConfigMap naming its version.
 type stubCharts struct{}
 
-func (stubCharts) RenderChart(chart, version, namespace string, _ map[string]any) ([]byte, error) {
+func (stubCharts) RenderChart(chart, version, _, namespace string, _ map[string]any) ([]byte, error) {
 	return []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  version: %s\n", chart, namespace, version)), nil
 }
 

@@ -249,7 +249,7 @@ func jsonValues(v map[string]any) (*apiextensionsv1.JSON, error) {
 func operatorManifests(p clusterPlan) ([]object, error) {
 	var objs []object
 	for _, op := range operators(p) {
-		b, err := p.charts.RenderChart(op.chart, op.version, op.namespace, op.values)
+		b, err := p.charts.RenderChart(op.chart, op.version, op.chart, op.namespace, op.values)
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 // fakeCharts renders a chart to one ConfigMap naming it, and counts calls.
 type fakeCharts struct{ calls map[string]int }
 
-func (f *fakeCharts) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
+func (f *fakeCharts) RenderChart(chart, version, release, namespace string, values map[string]any) ([]byte, error) {
 	f.calls[chart+"@"+version]++
 	return []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  version: %s\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  selector:\n    matchLabels: {app: x}\n  template:\n    metadata:\n      labels: {app: x}\n    spec:\n      containers: [{name: x, image: x}]\n", chart, namespace, version, chart, namespace)), nil
 }

@@ -35,9 +35,13 @@ func (o *Output) Paths() []string {
 func ClusterDir(cluster string) string { return path.Join("clusters", cluster) }
 
 // ChartRenderer renders an operator chart at a version to plain manifests
-// (multi-document YAML), for the "manifests" chart mode.
+// (multi-document YAML), for the "manifests" chart mode, as the Helm release
+// named release in namespace: object names in a chart and its subcharts
+// follow the release name, so a cluster whose operator was installed under
+// another name (an adopted install, see fleet.OperatorInstall) renders its
+// objects under the names it runs.
 type ChartRenderer interface {
-	RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error)
+	RenderChart(chart, version, release, namespace string, values map[string]any) ([]byte, error)
 }
 
 // Options are what rendering may need beyond the fleet file.
@@ -214,18 +218,18 @@ type chartCache struct {
 	done map[string][]byte
 }
 
-func (c *chartCache) RenderChart(chart, version, namespace string, values map[string]any) ([]byte, error) {
+func (c *chartCache) RenderChart(chart, version, release, namespace string, values map[string]any) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, err := jsonMarshal(values)
 	if err != nil {
 		return nil, err
 	}
-	key := chart + "@" + version + "/" + namespace + "/" + string(v)
+	key := chart + "@" + version + "/" + release + "/" + namespace + "/" + string(v)
 	if b, ok := c.done[key]; ok {
 		return b, nil
 	}
-	b, err := c.next.RenderChart(chart, version, namespace, values)
+	b, err := c.next.RenderChart(chart, version, release, namespace, values)
 	if err != nil {
 		return nil, fmt.Errorf("render chart %s %s: %w", chart, version, err)
 	}
