@@ -135,7 +135,11 @@ func judgeCluster(c Cluster) (fc *FleetCluster, precompiled bool, probs, warns P
 			Message: fmt.Sprintf("NVIDIADrivers that gpufleet did not write manage drivers here: %s. render writes its own per pool, selecting nodes by %s; before Flux applies it, make sure no node would be selected by two (the operator refuses such a node) and that removing these (or the chart's default NVIDIADriver, which render turns off) deletes no driver pod a node still runs",
 				strings.Join(c.NVIDIADrivers, ", "), LabelDriver)})
 	}
-	warns = append(warns, sharedProductWarnings(name, pools)...)
+	if policy != nil && policy.UseNVIDIADriverCRD {
+		// In ClusterPolicy mode one DaemonSet serves every pool: nothing
+		// selects by pool until the cluster is switched.
+		warns = append(warns, sharedProductWarnings(name, pools)...)
+	}
 	return fc, precompiled, probs, warns
 }
 
@@ -291,7 +295,7 @@ func poolDrivers(cluster string, pools []*Pool, nodes []placedNode) Problems {
 				parts = append(parts, fmt.Sprintf("%s on %s", d, nodeList(byDriver[d])))
 			}
 			probs = append(probs, Problem{Cluster: cluster, Reason: ReasonMixedDrivers, Nodes: slices.Clone(p.Nodes),
-				Message: fmt.Sprintf("the nodes of pool %s run different drivers: %s; a pool runs one driver: finish (or undo) the upgrade that left them so, so that every node runs one, then run init again",
+				Message: fmt.Sprintf("the nodes of pool %s run different drivers: %s; a pool runs one driver: finish (or undo) the upgrade that left them so, until every node runs one driver, then run init again",
 					p.Name, strings.Join(parts, "; "))})
 		}
 	}
@@ -358,7 +362,7 @@ func sharedProductWarnings(cluster string, pools []*Pool) Problems {
 		}
 		slices.Sort(nodes)
 		warns = append(warns, Problem{Cluster: cluster, Reason: ReasonPoolLabelsNeeded, Nodes: nodes,
-			Message: fmt.Sprintf("pools %s share the GPU %s: render's NVIDIADrivers tell them apart by %s, which their nodes do not carry yet; label them before a cluster of this fleet runs gpufleet's NVIDIADrivers: %s",
+			Message: fmt.Sprintf("pools %s share the GPU %s: render's NVIDIADrivers tell them apart by %s, which their nodes do not carry yet; label them before Flux applies render's output: %s",
 				strings.Join(names, ", "), product, LabelPool, strings.Join(cmds, "; "))})
 	}
 	return warns

@@ -1,6 +1,7 @@
 package adopt
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,7 +53,6 @@ func TestJudgeFleet(t *testing.T) {
 			}},
 			Waves: []Wave{{Name: "prod", Clusters: []string{"prod-a"}}},
 		},
-		warnings: []Reason{ReasonPoolLabelsNeeded},
 	}, {
 		name: "a pool label keeps its name; generated release names; the Network Operator; NVIDIADriver mode; a staging cluster first",
 		clusters: []Cluster{
@@ -303,6 +303,27 @@ func TestJudgeRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJudgePoolLabelsNeeded: pools of one product are told apart by
+// gpufleet.io/pool in render's NVIDIADrivers, so a cluster in NVIDIADriver
+// mode whose nodes lack it gets the commands that label them; in
+// ClusterPolicy mode nothing selects by pool, and nothing is said.
+func TestJudgePoolLabelsNeeded(t *testing.T) {
+	c := cluster("prod-a", gpuNode("a-1", a100, drv570), gpuNode("m-1", a100, drv570).mig("all-1g.10gb"), gpuNode("h-1", h100, drv570))
+	if r := Judge([]Cluster{c}, Options{}); len(r.Warnings) != 0 {
+		t.Errorf("ClusterPolicy mode: %v", r.Warnings)
+	}
+	c.ClusterPolicies[0].UseNVIDIADriverCRD = true
+	r := Judge([]Cluster{c}, Options{})
+	if len(r.Warnings) != 1 {
+		t.Fatalf("NVIDIADriver mode: %v", r.Warnings)
+	}
+	w := r.Warnings[0]
+	if w.Reason != ReasonPoolLabelsNeeded || !slices.Equal(w.Nodes, []string{"a-1", "m-1"}) ||
+		!strings.Contains(w.Message, "kubectl --context prod-a label node a-1 gpufleet.io/pool=a100; kubectl --context prod-a label node m-1 gpufleet.io/pool=a100-mig") {
+		t.Errorf("%+v", w)
 	}
 }
 

@@ -1,5 +1,7 @@
 package adopt
 
+import "github.com/gpufleet/gpufleet/internal/fleet"
+
 // Fleet is the fleet file init writes: what runs, as one stable release,
 // the clusters with their pools and their operators as found, the waves,
 // and a conservative rollout policy. Judge builds it; Write prints it.
@@ -91,8 +93,8 @@ const (
 // The GPU Operator's driver management modes, as the fleet file writes
 // them in [clusters.<name>.gpu-operator] driver-management.
 const (
-	DriverManagementClusterPolicy = "clusterpolicy"
-	DriverManagementNVIDIADriver  = "nvidiadriver"
+	DriverManagementClusterPolicy = fleet.DriverManagementClusterPolicy
+	DriverManagementNVIDIADriver  = fleet.DriverManagementNVIDIADriver
 )
 
 // Wave is one [[waves]] table.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden fleet files in testdata/")
@@ -18,11 +20,11 @@ func goldenFleets() map[string]struct {
 	clusters []Cluster
 	opts     Options
 } {
-	type fleet = struct {
+	type golden = struct {
 		clusters []Cluster
 		opts     Options
 	}
-	return map[string]fleet{
+	return map[string]golden{
 		// The common case: the chart's default mode (ClusterPolicy), a
 		// staging and two production clusters, MIG beside whole GPUs, the
 		// Network Operator, names and waves by default.
@@ -84,6 +86,9 @@ func TestWriteGolden(t *testing.T) {
 			var doc map[string]any
 			if err := toml.Unmarshal(got, &doc); err != nil {
 				t.Fatalf("not TOML: %v\n%s", err, got)
+			}
+			if _, err := fleet.Parse(name+".toml", got); err != nil {
+				t.Errorf("the fleet parser refuses it: %v\n%s", err, got)
 			}
 			if again := Write(Judge(g.clusters, g.opts).Fleet); string(again) != string(got) {
 				t.Error("two writes of one fleet differ")

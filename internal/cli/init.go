@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/adopt"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fsutil"
 )
 
@@ -201,6 +202,12 @@ func (o *initOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	var text []byte
 	if r.Err() == nil {
 		text = adopt.Write(r.Fleet)
+		// init never writes a file the other commands would refuse: a
+		// setup the fleet file cannot describe (a MIG layout the GPU does
+		// not offer, by gpufleet's tables) is refused here, at once.
+		if _, err := fleet.Parse(o.fleetFile, text); err != nil {
+			return withCode(ExitFailed, fmt.Errorf("nothing written: the fleet file init made from what runs is refused by the fleet parser:\n%w", err))
+		}
 	}
 	written := false
 	if text != nil && !o.dryRun {

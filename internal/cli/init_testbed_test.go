@@ -1,0 +1,364 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/internal/adopt"
+	"github.com/gpufleet/gpufleet/internal/charts"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testbed"
+)
+
+// The versions the clusters of TestInitOnLiveClusters run.
+const (
+	initGPUOperator     = "v25.3.4"
+	initNetworkOperator = "v25.4.0"
+	initDriver          = "570.172.08"
+)
+
+// installOperator installs chart at version as Helm release in namespace
+// the way `helm install` leaves it, as far as init reads it: the chart is
+// rendered by Helm's engine from ../shared/operators with the release's
+// name, and its Deployments (and, for the GPU Operator, its ClusterPolicy)
+// are created with Helm's release annotations. No operator process runs:
+// init reads objects, not what the operator does.
+func installOperator(t *testing.T, c client.Client, ops, chart, version, release, namespace string, values map[string]any) {
+	t.Helper()
+	ctx := t.Context()
+	objs, err := charts.ManifestObjects(ctx, &charts.FolderSource{Dir: ops}, chart, version, values, charts.RenderOptions{ReleaseName: release, Namespace: namespace})
+	if err != nil {
+		t.Fatalf("render %s %s: %v", chart, version, err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment", "ClusterPolicy":
+		default:
+			continue
+		}
+		ann := o.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[adopt.AnnotationReleaseName], ann[adopt.AnnotationReleaseNamespace] = release, namespace
+		o.SetAnnotations(ann)
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		created++
+	}
+	if created == 0 {
+		t.Fatalf("the %s chart rendered no Deployment", chart)
+	}
+}
+
+// gpuNodeLabels are the labels GPU Feature Discovery and the GPU Operator
+// put on a node with a loaded driver.
+func gpuNodeLabels(product, driver string) map[string]string {
+	major, _, _ := strings.Cut(driver, ".")
+	return map[string]string{
+		"nvidia.com/gpu.present":                      "true",
+		"nvidia.com/gpu.product":                      product,
+		"nvidia.com/gpu.count":                        "8",
+		"nvidia.com/gpu.family":                       "hopper",
+		"nvidia.com/cuda.driver-version.full":         driver,
+		"nvidia.com/cuda.driver-version.major":        major,
+		"nvidia.com/mig.capable":                      "true",
+		"nvidia.com/mig.config":                       "all-disabled",
+		"nvidia.com/mig.config.state":                 "success",
+		"nvidia.com/gpu.deploy.driver":                "true",
+		"nvidia.com/gpu-driver-upgrade-state":         "upgrade-done",
+		"feature.node.kubernetes.io/pci-10de.present": "true",
+	}
+}
+
+func createNode(t *testing.T, c client.Client, name string, labels map[string]string) {
+	t.Helper()
+	if err := c.Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func labelNode(t *testing.T, c client.Client, name string, set map[string]string, remove ...string) {
+	t.Helper()
+	var n corev1.Node
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &n); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range set {
+		n.Labels[k] = v
+	}
+	for _, k := range remove {
+		delete(n.Labels, k)
+	}
+	if err := c.Update(t.Context(), &n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInitOnLiveClusters runs `gpufleet init` against two real API
+// servers arranged as a platform team runs its fleet before gpufleet: the
+// GPU Operator installed by Helm from its v25.3.4 chart in the chart's
+// default mode (the ClusterPolicy manages the driver), one of them under a
+// generated release name; the Network Operator v25.4.0; GPU nodes labelled
+// as GPU Feature Discovery and the operator label them (an H100 pool; an
+// A100 pool and an A100 MIG pool); a CPU node; no gpufleet label anywhere.
+// It checks the fleet file written (golden), that it parses, renders,
+// validates against the real charts and lints clean, the refusal to
+// overwrite, --dry-run, -o json against the schema, and the refusals with
+// their node names.
+func TestInitOnLiveClusters(t *testing.T) {
+	ops := sharedtest.Operators(t)
+	crds := filepath.Join(ops, "gpu-operator", initGPUOperator, "deployments", "gpu-operator", "crds")
+	if _, err := os.Stat(crds); err != nil {
+		t.Skipf("needs the GPU Operator %s CRDs in ../shared/operators: %v", initGPUOperator, err)
+	}
+	tb := testbed.New(t, testbed.Options{Clusters: []string{"prod-a100", "stg-h100"}, CRDDirs: []string{crds}})
+	prod, stg := tb.Cluster("prod-a100").Client, tb.Cluster("stg-h100").Client
+	gpuValues := map[string]any{
+		"operator":  map[string]any{"version": initGPUOperator},
+		"validator": map[string]any{"version": initGPUOperator},
+		"driver":    map[string]any{"version": initDriver},
+	}
+	installOperator(t, prod, ops, "gpu-operator", initGPUOperator, "gpu-operator-1712345678", "gpu-operator", gpuValues)
+	installOperator(t, stg, ops, "gpu-operator", initGPUOperator, "gpu-operator", "gpu-operator", gpuValues)
+	for _, c := range []client.Client{prod, stg} {
+		installOperator(t, c, ops, "network-operator", initNetworkOperator, "network-operator", "nvidia-network-operator", nil)
+	}
+	const a100 = "NVIDIA-A100-SXM4-80GB"
+	mig := func(l map[string]string) map[string]string {
+		l["nvidia.com/mig.config"] = "all-1g.10gb"
+		return l
+	}
+	createNode(t, prod, "a100-1", gpuNodeLabels(a100, initDriver))
+	createNode(t, prod, "a100-2", gpuNodeLabels(a100, initDriver))
+	createNode(t, prod, "a100-mig-1", mig(gpuNodeLabels(a100, initDriver)))
+	// Under MIG's single strategy GFD names the slice in the product.
+	createNode(t, prod, "a100-mig-2", mig(gpuNodeLabels(a100+"-MIG-1g.10gb", initDriver)))
+	createNode(t, prod, "cpu-1", map[string]string{"kubernetes.io/os": "linux"})
+	createNode(t, stg, "h100-1", gpuNodeLabels("NVIDIA-H100-80GB-HBM3", initDriver))
+	createNode(t, stg, "h100-2", gpuNodeLabels("NVIDIA-H100-80GB-HBM3", initDriver))
+
+	dir := t.TempDir()
+	fleetFile := filepath.Join(dir, "fleet.toml")
+	golden := filepath.Join("testdata", "golden", "init-fleet.toml")
+	base := []string{"init", "--kubeconfig", tb.Kubeconfig}
+
+	t.Run("writes the fleet file", func(t *testing.T) {
+		code, out, errOut := run(t, append(base, "-f", fleetFile)...)
+		if code != ExitOK {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		for _, s := range []string{"read 2 clusters: prod-a100, stg-h100", "a100 (2), a100-mig (2)", "v25.3.4 gpu-operator/gpu-operator-1712345678", "clusterpolicy",
+			"release gpuop-v25-3-4-netop-v25-4-0-drv-570-172-08 (stable)", "waves: staging [stg-h100] → prod [prod-a100] on approval", "wrote " + fleetFile} {
+			if !strings.Contains(out, s) {
+				t.Errorf("the summary does not say %q:\n%s", s, out)
+			}
+		}
+		if errOut != "" {
+			t.Errorf("stderr: %s", errOut)
+		}
+		got, err := os.ReadFile(fleetFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *updateGolden {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if want, err := os.ReadFile(golden); err != nil || string(want) != string(got) {
+			t.Errorf("the fleet file differs from %s (go test -run TestInitOnLiveClusters -update rewrites it): %v\n%s", golden, err, got)
+		}
+		f, err := fleet.Load(fleetFile)
+		if err != nil {
+			t.Fatalf("the fleet file init wrote does not parse: %v", err)
+		}
+		if c := f.Clusters["prod-a100"]; c.GPUOperatorRelease() != "gpu-operator-1712345678" || c.DriverManagement() != fleet.DriverManagementClusterPolicy {
+			t.Errorf("prod-a100's GPU Operator: release %q, driver management %q", c.GPUOperatorRelease(), c.DriverManagement())
+		}
+		// What a person does next: render, validate against the real
+		// charts, lint.
+		outDir := filepath.Join(dir, "out")
+		if code, out, errOut := run(t, "render", "-f", fleetFile, "--output-dir", outDir); code != ExitOK {
+			t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
+		}
+		if code, out, errOut := run(t, "validate", "-f", fleetFile, "--charts", ops); code != ExitOK {
+			t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
+		}
+		if code, out, errOut := run(t, "lint", outDir); code != ExitOK {
+			t.Errorf("lint: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+
+	t.Run("an existing fleet file is left alone; --force replaces it", func(t *testing.T) {
+		before, _ := os.ReadFile(fleetFile)
+		if err := os.WriteFile(fleetFile, []byte("# edited\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, append(base, "-f", fleetFile)...)
+		if code != ExitFailed || !strings.Contains(errOut, "exists") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+		if b, _ := os.ReadFile(fleetFile); string(b) != "# edited\n" {
+			t.Error("init changed an existing fleet file")
+		}
+		if code, _, errOut := run(t, append(base, "-f", fleetFile, "--force")...); code != ExitOK {
+			t.Fatalf("--force: exit %d: %s", code, errOut)
+		}
+		if after, _ := os.ReadFile(fleetFile); string(after) != string(before) {
+			t.Error("--force wrote another file than the first run")
+		}
+	})
+
+	t.Run("--dry-run prints the file and writes nothing", func(t *testing.T) {
+		other := filepath.Join(dir, "other.toml")
+		code, out, errOut := run(t, append(base, "-f", other, "--dry-run")...)
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if want, _ := os.ReadFile(fleetFile); out != string(want) {
+			t.Errorf("--dry-run printed another file:\n%s", out)
+		}
+		if !strings.Contains(errOut, "read 2 clusters") {
+			t.Errorf("no summary on stderr: %s", errOut)
+		}
+		if _, err := os.Stat(other); err == nil {
+			t.Error("--dry-run wrote the file")
+		}
+	})
+
+	t.Run("-o json", func(t *testing.T) {
+		code, out, errOut := run(t, append(base, "-f", fleetFile, "--dry-run", "-o", "json")...)
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s%s", code, out, errOut)
+		}
+		checkSchema(t, "InitReport", []byte(out))
+		got := normalize(out, dir)
+		golden := filepath.Join("testdata", "golden", "init.json")
+		if *updateGolden {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if want, err := os.ReadFile(golden); err != nil || string(want) != got {
+			t.Errorf("differs from %s: %v\n%s", golden, err, got)
+		}
+	})
+
+	t.Run("refuses to guess, naming the nodes", func(t *testing.T) {
+		labelNode(t, prod, "a100-2", map[string]string{"nvidia.com/cuda.driver-version.full": "570.124.06"})
+		labelNode(t, stg, "h100-2", map[string]string{"nvidia.com/gpu-driver-upgrade-state": "drain-required"})
+		host := gpuNodeLabels("NVIDIA-H100-80GB-HBM3", initDriver)
+		host["nvidia.com/gpu.deploy.driver"] = "pre-installed"
+		createNode(t, stg, "h100-host", host)
+		// A GPU node whose driver is not loaded: the operator's gpu.present,
+		// nothing from GFD.
+		createNode(t, prod, "a100-new", map[string]string{"nvidia.com/gpu.present": "true", "feature.node.kubernetes.io/pci-10de.present": "true"})
+		refused := filepath.Join(dir, "refused.toml")
+		code, out, errOut := run(t, append(base, "-f", refused)...)
+		if code != ExitFailed {
+			t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+		}
+		for _, s := range []string{
+			"init refused, nothing written (5 problems)",
+			"prod-a100: GPU node a100-new has no nvidia.com/gpu.product label",
+			"prod-a100: the nodes of pool a100 run different drivers: 570.124.06 on a100-2; 570.172.08 on a100-1",
+			"prod-a100: ClusterPolicy cluster-policy asks for driver 570.172.08, but node a100-2 runs 570.124.06",
+			"stg-h100: node h100-host has a driver installed on the host (nvidia.com/gpu.deploy.driver=pre-installed)",
+			"stg-h100: node h100-2 is in the middle of a GPU Operator driver upgrade (nvidia.com/gpu-driver-upgrade-state=drain-required)",
+		} {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("stderr does not say %q:\n%s", s, errOut)
+			}
+		}
+		if _, err := os.Stat(refused); err == nil {
+			t.Error("a refused init wrote the file")
+		}
+		code, out, _ = run(t, append(base, "-f", refused, "-o", "json")...)
+		if code != ExitFailed {
+			t.Fatalf("-o json: exit %d\n%s", code, out)
+		}
+		checkSchema(t, "InitReport", []byte(out))
+		var rep InitReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range rep.Problems {
+			got = append(got, p.Cluster+" "+string(p.Reason)+" "+strings.Join(p.Nodes, ","))
+		}
+		want := []string{
+			"prod-a100 NodeWithoutProduct a100-new",
+			"prod-a100 MixedDrivers a100-1,a100-2",
+			"prod-a100 DriverNotRolledOut a100-2",
+			"stg-h100 PreinstalledDriver h100-host",
+			"stg-h100 UpgradeInProgress h100-2",
+		}
+		if !slices.Equal(got, want) || rep.Written {
+			t.Errorf("problems %q, want %q (written %t)", got, want, rep.Written)
+		}
+		if _, err := os.Stat(refused); err == nil {
+			t.Error("a refused init wrote the file")
+		}
+	})
+
+	t.Run("a cluster without the GPU Operator's CRDs is read, not unreadable", func(t *testing.T) {
+		ctx := t.Context()
+		for _, name := range []string{"clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"} {
+			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if err := stg.Delete(ctx, crd); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, ctx, stg, crd)
+		}
+		var deps unstructured.UnstructuredList
+		deps.SetAPIVersion("apps/v1")
+		deps.SetKind("DeploymentList")
+		if err := stg.List(ctx, &deps, client.InNamespace("gpu-operator")); err != nil {
+			t.Fatal(err)
+		}
+		for i := range deps.Items {
+			if err := stg.Delete(ctx, &deps.Items[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut := run(t, append(base, "--context", "stg-h100", "-f", filepath.Join(dir, "x.toml"), "--dry-run")...)
+		if code != ExitFailed || !strings.Contains(errOut, "stg-h100: no GPU Operator found") {
+			t.Errorf("exit %d, want 1 naming the missing operator\n%s%s", code, out, errOut)
+		}
+	})
+}
+
+// waitGone waits until obj is not found (a deleted CRD goes once its
+// objects are gone).
+func waitGone(t *testing.T, ctx context.Context, c client.Client, obj client.Object) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there: %v", obj.GetName(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
