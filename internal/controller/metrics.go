@@ -19,6 +19,7 @@ type Metrics struct {
 	transitions  *prometheus.CounterVec
 	evictions    *prometheus.CounterVec
 	healthErrors *prometheus.CounterVec
+	joins        *prometheus.CounterVec
 }
 
 var nodePhases = []v1alpha1.NodePhase{
@@ -66,6 +67,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gpufleet_rollout_health_query_errors_total",
 			Help: "Prometheus health queries that failed.",
 		}, []string{"rollout"}),
+		joins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpufleet_rollout_nodes_joined_total",
+			Help: "Nodes found without a driver label and labelled at once, by the driver they got: the one they run, the rollout's target or its previous version.",
+		}, []string{"rollout", "driver"}),
 	}
 	var errs []error
 	m.nodes = register(reg, m.nodes, &errs)
@@ -75,6 +80,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.transitions = register(reg, m.transitions, &errs)
 	m.evictions = register(reg, m.evictions, &errs)
 	m.healthErrors = register(reg, m.healthErrors, &errs)
+	m.joins = register(reg, m.joins, &errs)
 	return m, errors.Join(errs...)
 }
 
@@ -121,6 +127,10 @@ func (m *Metrics) transition(rollout string, t planner.Transition) {
 	if m == nil {
 		return
 	}
+	if t.Join {
+		m.joins.WithLabelValues(rollout, t.Driver).Inc()
+		return
+	}
 	m.transitions.WithLabelValues(rollout, string(t.To)).Inc()
 	if t.Failure {
 		m.failures.WithLabelValues(rollout).Inc()
@@ -147,7 +157,7 @@ func (m *Metrics) forget(rollout string) {
 	for _, v := range []*prometheus.GaugeVec{m.nodes, m.phase, m.budgetLeft} {
 		v.DeletePartialMatch(prometheus.Labels{"rollout": rollout})
 	}
-	for _, v := range []*prometheus.CounterVec{m.failures, m.transitions, m.healthErrors} {
+	for _, v := range []*prometheus.CounterVec{m.failures, m.transitions, m.healthErrors, m.joins} {
 		v.DeletePartialMatch(prometheus.Labels{"rollout": rollout})
 	}
 }

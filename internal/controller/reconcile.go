@@ -293,6 +293,11 @@ func sooner(a, b time.Duration) time.Duration {
 // transitionEvent records the planner's decision on the rollout, naming
 // the node, with the planner's reason sentence.
 func (r *Reconciler) transitionEvent(ro *v1alpha1.DriverRollout, node *corev1.Node, t planner.Transition) {
+	if t.Join {
+		// Not a phase change: the node got the driver label it lacked.
+		r.Recorder.Eventf(ro, node, corev1.EventTypeNormal, "NodeJoined", "LabelDriver", "node %s: %s", t.Node, t.Reason)
+		return
+	}
 	typ := corev1.EventTypeNormal
 	if t.Failure || t.Quarantine {
 		typ = corev1.EventTypeWarning

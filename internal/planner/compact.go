@@ -28,7 +28,9 @@ import (
 //   - free Pending nodes (no owner, no progress), not failed, Ready and
 //     schedulable, not on the target driver, not canary nodes, beyond the
 //     first parallelNodes of them: a pass starts at most parallelNodes nodes,
-//     taking the pending ones in name order, so it never reaches those.
+//     taking the pending ones in name order, so it never reaches those. On
+//     the gpufleet actuator they must carry a driver label: a pass joins
+//     every node without one (join.go), however many.
 //
 // On the gpu-operator actuator both must also carry the operator's skip
 // label (else the pass holds them); a Done node must not be in one of the
@@ -39,8 +41,8 @@ import (
 // otherwise snap comes back as it is: no abort (it moves Done nodes), no
 // other rollout (it may go first on a free node), no outOfService selector,
 // a node selector that parses, and the canary nodes known (the status or
-// the spec names them, or there is no canary), as choosing them looks at
-// every node.
+// the spec names them, or there is no canary) and, when the status names
+// them, all still selected, as choosing them looks at every node.
 func Compact(snap Snapshot, buf []Node) Snapshot {
 	var c Compactor
 	return c.compact(snap, nil, buf)
@@ -145,6 +147,20 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 		}
 		out = append(out, snap.Nodes[i])
 	}
+	if len(canary) > 0 {
+		// A canary node named (by the status or the spec) that is not in
+		// the pool is replaced (markCanary), which looks at every node:
+		// plan them all.
+		found := 0
+		for k := range out {
+			if slices.Contains(canary, out[k].Name) && cl.matches(labels.Set(out[k].Labels)) {
+				found++
+			}
+		}
+		if found < len(canary) {
+			return snap
+		}
+	}
 	snap.Nodes, snap.Settled = out, settled
 	return snap
 }
@@ -177,7 +193,7 @@ func (cl *classifier) class(n *Node) nodeClass {
 	case ph == v1alpha1.NodeDone && n.Owner == cl.rollout && !v1alpha1.OperatorUpgrading(state) && cl.matches(labels.Set(n.Labels)):
 		return classDone
 	case ph == v1alpha1.NodePending && n.Owner == "" && n.Since.IsZero() && (!cl.operator || state == v1alpha1.OperatorStateUpgradeRequired) &&
-		cl.matches(labels.Set(n.Labels)):
+		(cl.operator || hasDriverLabel(n)) && cl.matches(labels.Set(n.Labels)):
 		if !cl.decided || n.DriverVersion != cl.lastVersion {
 			cl.lastVersion, cl.lastOnTarget, cl.decided = n.DriverVersion, DriverMatches(n.DriverVersion, cl.target), true
 		}
@@ -186,4 +202,10 @@ func (cl *classifier) class(n *Node) nodeClass {
 		}
 	}
 	return classKept
+}
+
+// hasDriverLabel reports whether the node carries a driver label (see join).
+func hasDriverLabel(n *Node) bool {
+	_, ok := n.Labels[LabelDriver]
+	return ok
 }

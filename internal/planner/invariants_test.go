@@ -31,7 +31,7 @@ func TestInvariantsOneStep(t *testing.T) {
 		v1alpha1.NodeInstalling, v1alpha1.NodeValidating, v1alpha1.NodeSoaking, v1alpha1.NodeDone,
 		v1alpha1.NodeRollingBack, v1alpha1.NodeRolledBack, v1alpha1.NodeQuarantined,
 	}
-	starts := 0
+	starts, joins := 0, 0
 	for seed := range uint64(n) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		b := pt.Rollout("r").Parallel(int32(1+r.IntN(4))).MaxUnavailable(int32(1+r.IntN(6))).Budget(int32(r.IntN(3))).
@@ -75,6 +75,12 @@ func TestInvariantsOneStep(t *testing.T) {
 				nb.DriverFailed()
 			case 5:
 				nb.Signal(now.Add(-time.Minute), "XidError")
+			case 6:
+				// Registered by a provisioner: no driver label, no driver.
+				nb.Unlabelled().Driver(false, "")
+			case 7:
+				// Adopted: runs a driver, carries no driver label.
+				nb.Unlabelled()
 			}
 			if (ph == v1alpha1.NodeRolledBack || ph == v1alpha1.NodeQuarantined || ph == v1alpha1.NodeRollingBack) && failed <= budget && r.IntN(2) == 0 {
 				nb.Failed()
@@ -109,7 +115,10 @@ func TestInvariantsOneStep(t *testing.T) {
 		}
 		for _, tr := range res.Transitions {
 			tr.ApplyTo(&after[index[tr.Node]], ro.Name, at)
-			if tr.From == v1alpha1.NodePending {
+			switch {
+			case tr.Join:
+				joins++
+			case tr.From == v1alpha1.NodePending:
 				starts++
 			}
 		}
@@ -119,7 +128,7 @@ func TestInvariantsOneStep(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, v)
 		}
 	}
-	if starts == 0 {
-		t.Fatal("no random snapshot started a node: the test checks nothing")
+	if starts == 0 || joins == 0 {
+		t.Fatalf("the random snapshots started %d nodes and joined %d: the test checks too little", starts, joins)
 	}
 }

@@ -73,6 +73,8 @@ type work struct {
 	elsewhere string
 	// taken: elsewhere owns the node (rather than going first on it).
 	taken bool
+	// joined: this pass labels the node (join): its one write of the pass.
+	joined bool
 }
 
 // unavailable: out of service for any reason. maxUnavailable bounds these.
@@ -108,6 +110,7 @@ func Plan(snap Snapshot, now time.Time) Result {
 		p.planOperator()
 	default:
 		p.settle()
+		p.join()
 		p.progress()
 		p.start()
 	}
@@ -225,27 +228,70 @@ func (p *planner) firstPeers(peers []Peer) []peerSelector {
 
 // markCanary picks the canary nodes. Once the status records them they stay
 // chosen, so adding a node or renaming one never moves the canary mid-rollout.
+//
+// Note: a canary node can leave the cluster (a scale-down, a repair that
+// deletes it), and the spec may name one that is not there. A rollout that
+// then counted only the canary nodes it finds would find none, take that
+// for "no canary" and start every node without one, and without approval.
+// So the rollout keeps as many canary nodes as it had (or as the spec
+// names): one that left before the canary was through is replaced by
+// another node that still needs the driver, which must prove it again;
+// and a canary that has passed or failed stays so (canaryState), whoever
+// of its nodes is still there.
 func (p *planner) markCanary() {
 	names := p.ro.Status.Canary.Nodes
-	if len(names) == 0 {
+	if len(names) == 0 && !p.canaryDecided() {
+		// Once decided, the canary is what the status recorded, even
+		// none: the spec's names are not taken up again.
 		names = p.spec.Canary.Nodes
 	}
+	want := len(names)
+	if want == 0 && p.spec.Canary.Count != nil {
+		want = int(*p.spec.Canary.Count)
+	}
+	present := 0
 	if len(names) > 0 {
 		for i := range p.nodes {
 			w := &p.nodes[i]
 			w.canary = slices.Contains(names, w.n.Name)
+			if w.canary {
+				present++
+			}
 		}
-		return
 	}
-	count := 0
-	if p.spec.Canary.Count != nil {
-		count = int(*p.spec.Canary.Count)
+	switch {
+	case p.canaryDecided():
+		// A named node that is pending now is not the one that passed
+		// or failed (it left and came back as a new node): an ordinary
+		// node of the rollout from here on.
+		for i := range p.nodes {
+			if w := &p.nodes[i]; w.canary && w.phase == v1alpha1.NodePending {
+				w.canary = false
+			}
+		}
+	case len(names) == 0:
+		p.pickCanary(want, false)
+	default:
+		p.pickCanary(want-present, true)
 	}
-	// The canary must prove the new driver: pick nodes that still need it,
-	// and that this rollout may move.
+}
+
+// canaryDecided reports whether the status recorded the canary as passed
+// or failed: a result that stands (short of an abort, which rolls the
+// canary back) whatever happens to its nodes after.
+func (p *planner) canaryDecided() bool {
+	r := p.ro.Status.Canary.Result
+	return !p.spec.Abort && (r == v1alpha1.CanaryPassed || r == v1alpha1.CanaryFailed)
+}
+
+// pickCanary makes count more nodes canary nodes, in name order. The canary
+// must prove the new driver: it picks nodes that still need it, and that
+// this rollout may move; a replacement for a canary node that left
+// (replace) must be pending, as a node already through proves nothing now.
+func (p *planner) pickCanary(count int, replace bool) {
 	for i := 0; i < len(p.nodes) && count > 0; i++ {
-		if p.nodes[i].elsewhere == "" && !p.onTarget(&p.nodes[i]) {
-			p.nodes[i].canary = true
+		if w := &p.nodes[i]; !w.canary && w.elsewhere == "" && (!replace || w.phase == v1alpha1.NodePending) && !p.onTarget(w) {
+			w.canary = true
 			count--
 		}
 	}

@@ -26,7 +26,7 @@ func brief(t planner.Transition) string {
 		name string
 	}{
 		{t.Failure, "failure"}, {t.Cordon, "cordon"}, {t.RecordAdminCordon, "admin-cordon"},
-		{t.Uncordon, "uncordon"}, {t.Quarantine, "quarantine"}, {t.Driver != "", "driver=" + t.Driver},
+		{t.Uncordon, "uncordon"}, {t.Quarantine, "quarantine"}, {t.Join, "join"}, {t.Driver != "", "driver=" + t.Driver},
 	} {
 		if f.on {
 			flags = append(flags, f.name)
@@ -109,7 +109,7 @@ func TestPlanTransitions(t *testing.T) {
 		{
 			name:    "out-of-service selector counts and is not started",
 			rollout: pt.Rollout("r").Parallel(5).MaxUnavailable(2).OutOfService("remediation", "true"),
-			nodes: []*pt.NodeBuilder{pt.Node("gpu-00").Labels(pt.PoolKey, pt.Pool, "remediation", "true"),
+			nodes: []*pt.NodeBuilder{pt.Node("gpu-00").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Previous, "remediation", "true"),
 				pt.Node("gpu-01"), pt.Node("gpu-02")},
 			want: []string{"gpu-01 Pending→Draining [cordon] node started: cordoning and draining for driver " + target},
 		},

@@ -159,6 +159,9 @@ type Transition struct {
 	Driver string
 	// Quarantine the node: the spec's quarantine label and taint.
 	Quarantine bool
+	// Join: the node had no driver label and Driver is the one it is
+	// given (see join.go); the phase does not change.
+	Join bool
 
 	// The gpu-operator actuator's (see operator.go). Hold sets the GPU
 	// Operator's skip label on the node (v1alpha1.LabelOperatorUpgradeSkip

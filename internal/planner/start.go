@@ -41,6 +41,9 @@ func (p *planner) canaryState() v1alpha1.CanaryResult {
 		}
 	}
 	switch {
+	case p.canaryDecided():
+		// Passed or failed once, so it stays (markCanary).
+		return p.ro.Status.Canary.Result
 	case total == 0:
 		return v1alpha1.CanaryNone
 	case done == total:
@@ -139,7 +142,7 @@ func (p *planner) start() {
 		p.blocked = fmt.Sprintf("waiting: %s outside the canary still in flight", plural(othersInFlight, "node"))
 		return
 	}
-	p.fill(g.canaryOnly, inFlightN, unavailable, (*work).unavailable, nil, func(w *work) { p.startNode(w, g.canaryOnly) })
+	p.fill(g.canaryOnly, inFlightN, unavailable, (*work).unavailable, p.startReady, func(w *work) { p.startNode(w, g.canaryOnly) })
 }
 
 // readiness is whether a pending node can start now on an actuator, beyond
@@ -219,6 +222,15 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 	case unmarked > 0:
 		p.blocked = fmt.Sprintf("waiting: the operator has not marked %s %s", plural(unmarked, "pending node"), v1alpha1.OperatorStateUpgradeRequired)
 	}
+}
+
+// startReady says whether a pending node can be started on this path now:
+// a node joined on the target waits for its own install (joinWait).
+func (p *planner) startReady(w *work) readiness {
+	if p.joinWait(w) {
+		return notNow
+	}
+	return readyNow
 }
 
 func (p *planner) startNode(w *work, canary bool) {

@@ -135,6 +135,7 @@ func randomConfig(seed uint64) sim.Config {
 	}
 	cfg := sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
 	addRivals(seed, &cfg)
+	addJoiners(seed, &cfg)
 	return cfg
 }
 
@@ -159,11 +160,12 @@ func TestInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	phases := map[v1alpha1.RolloutPhase]int{}
 	var cov coverage
+	var joins joinCoverage
 	racing, rivals := 0, 0
 	for seed := range uint64(n) {
 		cfg := randomConfig(seed)
 		check := simcheck.NewChecker()
-		cfg.Observe = tee(check.Step, cov.observe)
+		cfg.Observe = tee(check.Step, cov.observe, joins.observe)
 		if cfg.Racing {
 			racing++
 		}
@@ -195,8 +197,11 @@ func TestInvariantsRandomized(t *testing.T) {
 	if n >= 200 && (cov.overlaps == 0 || cov.refused == 0 || cov.released == 0 || cov.settledCordoned == 0) {
 		t.Errorf("the runs reached too little: %+v", cov)
 	}
-	t.Logf("%d runs (%d racing): %v; steps reporting an overlap %d, writes refused on a precondition %d, nodes released by a deletion %d, cordoned nodes settled Done %d",
-		n, racing, phases, cov.overlaps, cov.refused, cov.released, cov.settledCordoned)
+	if n >= 200 && (joins.joinedTarget == 0 || joins.joinedPrevious == 0 || joins.joinedRunning == 0) {
+		t.Errorf("the joining nodes reached too little: %+v", joins)
+	}
+	t.Logf("%d runs (%d racing): %v; steps reporting an overlap %d, writes refused on a precondition %d, nodes released by a deletion %d, cordoned nodes settled Done %d; joins %+v",
+		n, racing, phases, cov.overlaps, cov.refused, cov.released, cov.settledCordoned, joins)
 }
 
 // TestInvariantsCatchBrokenPlanners proves the checks can fail: each broken
@@ -293,7 +298,7 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 			}
 		})
 	}
-	for _, tt := range rivalBreaks() {
+	for _, tt := range append(rivalBreaks(), joinBreaks()...) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg()
 			if v := runChecked(t, cfg); len(v) > 0 {

@@ -29,7 +29,7 @@ func addRivals(seed uint64, cfg *sim.Config) {
 		if r.IntN(8) == 0 {
 			// Already on the target: settled Done without a drain. When
 			// it is cordoned too, that cordon is an admin's to keep.
-			n.DriverVersion = pt.Target
+			pt.RunsDriver(n, pt.Target)
 			if r.IntN(2) == 0 {
 				n.Unschedulable = true
 			}
@@ -158,7 +158,8 @@ func rivalBreaks() []struct {
 	plan := func(fn sim.PlanFunc) func(*sim.Config) { return func(c *sim.Config) { c.Plan = fn } }
 	settleCordoned := func() sim.Config {
 		nodes := pt.Nodes("gpu", 3)
-		nodes[1].DriverVersion, nodes[1].Unschedulable = pt.Target, true
+		pt.RunsDriver(&nodes[1], pt.Target)
+		nodes[1].Unschedulable = true
 		return sim.Config{Rollout: pt.Rollout("r").Build(), Nodes: nodes, Start: monday, Profile: steady()}
 	}
 	return []struct {

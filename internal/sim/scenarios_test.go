@@ -152,7 +152,7 @@ func TestGoldenTranscripts(t *testing.T) {
 				pt.Node("gpu-02").Build(),
 				pt.Node("gpu-03").NotReady().Build(),
 				pt.Node("gpu-04").Build(),
-				pt.Node("gpu-05").Labels(pt.PoolKey, pt.Pool, "gpufleet.io/remediation", "true").Build(),
+				pt.Node("gpu-05").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Previous, "gpufleet.io/remediation", "true").Build(),
 			},
 			script: []sim.Event{
 				{At: 3 * time.Hour, Do: func(w *sim.World) { w.SetReady("gpu-03", true) }},

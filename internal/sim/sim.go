@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -166,10 +167,19 @@ type Segment struct {
 	From, To time.Time
 }
 
-// Nodes builds n Ready, schedulable nodes named prefix-NNN carrying labels,
-// all reporting driver version.
+// Nodes builds n Ready, schedulable nodes named prefix-NNN carrying labels
+// and, as every node gpufleet manages does, the driver label
+// (planner.LabelDriver), all reporting driver version. The nodes share one
+// label map.
 func Nodes(n int, prefix string, labels map[string]string, version string) []planner.Node {
 	width := len(fmt.Sprint(max(n, 100) - 1))
+	if _, ok := labels[planner.LabelDriver]; !ok {
+		labels = maps.Clone(labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[planner.LabelDriver] = version
+	}
 	out := make([]planner.Node, n)
 	for i := range out {
 		out[i] = planner.Node{
@@ -364,8 +374,10 @@ func Run(cfg Config) (*Result, error) {
 					Others: rd.others, Truth: truth, CordonsBefore: cordons, CordonsAfter: w.cordons(), Refused: refused})
 			}
 			if refused > 0 {
-				// Retry at once, from a fresh read.
+				// Retry at once, from a fresh read: the status the pass
+				// would have written is not there to say the rollout rests.
 				next = w.now
+				resting = false
 			}
 			switch ro.ro.Status.Phase {
 			case v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithFailures, v1alpha1.PhaseAborted,

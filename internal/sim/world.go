@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -280,6 +281,62 @@ func (w *World) AdminUncordon(name string) bool {
 	return true
 }
 
+// Join makes node name present in the cluster as a node that just
+// registered: labels as a provisioner gives them (no driver label: see
+// planner's join), no owner or progress, Ready, running driver (""
+// when none is installed yet, as on a new node; a version when the node
+// comes from a fleet that never had gpufleet's label). The node must exist
+// in the world (Config.Nodes holds every node that ever takes part, those
+// not present yet with no labels, which no rollout selects): indexes stay
+// fixed, so what is scheduled for other nodes stays theirs.
+func (w *World) Join(name string, labels map[string]string, driver string) {
+	i, ok := w.index[name]
+	if !ok {
+		return
+	}
+	n := &w.nodes[i]
+	w.gen[i]++ // whatever was under way on an earlier life of the node is over
+	n.Labels = maps.Clone(labels)
+	delete(n.Labels, planner.LabelDriver)
+	n.Owner, n.Phase, n.Since, n.Failed, n.AdminCordoned = "", "", time.Time{}, false, false
+	n.Drained, n.DriverFailed, n.Signals = false, false, nil
+	n.DriverVersion, n.DriverReady = driver, driver != ""
+	n.Ready = true
+	if w.holder[i] != "admin" {
+		// A new Node object: no rollout's cordon survives it (an admin
+		// may register a node cordoned, which stays).
+		n.Unschedulable, w.holder[i] = false, ""
+	}
+	w.bump(i)
+	w.note("world", "%s joined the cluster (driver %s)", name, versionOr(driver))
+}
+
+// Leave takes node name out of the cluster, as deleting its Node does (a
+// scale-down, a repair): it loses every label and mark, its cordon and its
+// owner, and no rollout selects it any more. Join brings it back as a new
+// node.
+func (w *World) Leave(name string) {
+	i, ok := w.index[name]
+	if !ok {
+		return
+	}
+	n := &w.nodes[i]
+	w.gen[i]++
+	n.Labels = map[string]string{}
+	n.Owner, n.Phase, n.Since, n.Failed, n.AdminCordoned = "", "", time.Time{}, false, false
+	n.Unschedulable, n.Drained, n.DriverReady, n.DriverFailed, n.DriverVersion, n.Signals = false, false, false, false, "", nil
+	w.holder[i] = ""
+	w.bump(i)
+	w.note("world", "%s left the cluster", name)
+}
+
+func versionOr(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
 // SetReady flips a node's Ready condition.
 func (w *World) SetReady(name string, ready bool) {
 	n := w.Node(name)
@@ -373,14 +430,33 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 			}
 		})
 	}
-	// A node already running the version asked for (a drain that timed out:
-	// the label never changed) needs no reinstall.
+	// The driver label is what the actuator writes; a node already running
+	// the version asked for (a drain that timed out: the label never
+	// changed) needs no reinstall.
+	if t.Driver != "" {
+		w.setDriverLabel(i, t.Driver)
+	}
 	if t.Driver != "" && (t.Driver != n.DriverVersion || !n.DriverReady) {
 		w.flipDriver(i, t.Driver, t.Driver == r.ro.Spec.PreviousVersion)
 	}
 	if t.Quarantine {
 		w.SetLabel(t.Node, v1alpha1.LabelQuarantined, "true")
 	}
+}
+
+// setDriverLabel writes node i's driver label, copying its label map (the
+// nodes of a pool share one until a write).
+func (w *World) setDriverLabel(i int, version string) {
+	n := &w.nodes[i]
+	if v, ok := n.Labels[planner.LabelDriver]; ok && v == version {
+		return
+	}
+	labels := maps.Clone(n.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[planner.LabelDriver] = version
+	n.Labels = labels
 }
 
 // flipDriver models the driver label changing: the old driver pod leaves,

@@ -3,6 +3,7 @@
 package plannertest
 
 import (
+	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,16 +119,29 @@ func (b *RolloutBuilder) OutOfService(key, value string) *RolloutBuilder {
 	return b
 }
 
+// Versions sets the target and previous driver versions.
+func (b *RolloutBuilder) Versions(target, previous string) *RolloutBuilder {
+	b.r.Spec.TargetVersion, b.r.Spec.PreviousVersion = target, previous
+	return b
+}
+
+// Actuator sets who moves the nodes.
+func (b *RolloutBuilder) Actuator(a v1alpha1.Actuator) *RolloutBuilder {
+	b.r.Spec.Actuator = a
+	return b
+}
+
 // Build returns the rollout.
 func (b *RolloutBuilder) Build() *v1alpha1.DriverRollout { return b.r.DeepCopy() }
 
 // NodeBuilder builds a planner.Node.
 type NodeBuilder struct{ n planner.Node }
 
-// Node starts a Ready, schedulable h100 node on the previous driver.
+// Node starts a Ready, schedulable h100 node on the previous driver,
+// labelled with it (planner.LabelDriver) as every node gpufleet manages is.
 func Node(name string) *NodeBuilder {
 	return &NodeBuilder{n: planner.Node{
-		Name: name, Labels: map[string]string{PoolKey: Pool}, Ready: true,
+		Name: name, Labels: map[string]string{PoolKey: Pool, planner.LabelDriver: Previous}, Ready: true,
 		DriverReady: true, DriverVersion: Previous,
 	}}
 }
@@ -177,9 +191,22 @@ func (b *NodeBuilder) Failed() *NodeBuilder { b.n.Failed = true; return b }
 // Drained marks the node drained.
 func (b *NodeBuilder) Drained() *NodeBuilder { b.n.Drained = true; return b }
 
-// Driver sets the driver pod state and the reported version.
+// Driver sets the driver pod state and the reported version, and the
+// driver label to that version when the node carries one.
 func (b *NodeBuilder) Driver(ready bool, version string) *NodeBuilder {
 	b.n.DriverReady, b.n.DriverVersion = ready, version
+	if _, ok := b.n.Labels[planner.LabelDriver]; ok && version != "" {
+		b.n.Labels = maps.Clone(b.n.Labels)
+		b.n.Labels[planner.LabelDriver] = version
+	}
+	return b
+}
+
+// Unlabelled removes the node's driver label, as a node a provisioner just
+// created (or one adopted from a fleet that never had the label) lacks it.
+func (b *NodeBuilder) Unlabelled() *NodeBuilder {
+	b.n.Labels = maps.Clone(b.n.Labels)
+	delete(b.n.Labels, planner.LabelDriver)
 	return b
 }
 
@@ -209,4 +236,16 @@ func Nodes(prefix string, n int) []planner.Node {
 
 func name(prefix string, i int) string {
 	return prefix + "-" + string(rune('0'+i/10)) + string(rune('0'+i%10))
+}
+
+// RunsDriver makes n report driver version and carry it as its driver
+// label, as a node that runs it under gpufleet does; the label map is
+// copied, as nodes built together share one.
+func RunsDriver(n *planner.Node, version string) {
+	n.DriverVersion = version
+	n.Labels = maps.Clone(n.Labels)
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[planner.LabelDriver] = version
 }

@@ -46,12 +46,27 @@ type run struct {
 	// it, seen from the nodes before the step, not from what the planner
 	// recorded, so a planner that forgets an admin's cordon is caught.
 	cordonedAtStart map[string]bool
+	// canarySeen are every node a status of the rollout ever named as a
+	// canary, and canaryProven says whether the canary ever passed: every
+	// node a status named, Done at once. Kept across steps, so a planner
+	// that loses its canary (a canary node that left the cluster) and goes
+	// on without one is caught.
+	canarySeen   map[string]bool
+	canaryProven bool
+}
+
+// forget drops what the run knows of a node that left the cluster (or its
+// pool) and may come back as a new one.
+func (r *run) forget(node string) {
+	delete(r.started, node)
+	delete(r.touched, node)
+	delete(r.cordonedAtStart, node)
 }
 
 func (c *Checker) run(name string) *run {
 	r := c.runs[name]
 	if r == nil {
-		r = &run{started: map[string]bool{}, touched: map[string]bool{}, cordonedAtStart: map[string]bool{}}
+		r = &run{started: map[string]bool{}, touched: map[string]bool{}, cordonedAtStart: map[string]bool{}, canarySeen: map[string]bool{}}
 		c.runs[name] = r
 	}
 	return r
@@ -210,16 +225,40 @@ func (c *Checker) Step(s sim.Step) {
 		selected[n.Name] = true
 	}
 	h := c.run(s.Rollout.Name)
+	sel, _ := metav1.LabelSelectorAsSelector(&spec.NodeSelector)
+	for i := range s.Before {
+		// A node that belongs to nobody and that the rollout does not
+		// select left the cluster or its pool: if it comes back, it is a
+		// new node.
+		if b := &s.Before[i]; b.Owner == "" && (sel == nil || !sel.Matches(labels.Set(b.Labels))) {
+			h.forget(b.Name)
+		}
+	}
+	for _, name := range canary {
+		h.canarySeen[name] = true
+	}
+	if after.canaryN > 0 && after.canaryDone == after.canaryN {
+		h.canaryProven = true
+	}
 
+	prior := see(s.Rollout, s.Others, canary, s.Before)
 	var starts []planner.Transition
 	for _, t := range s.Result.Transitions {
-		h.touched[t.Node] = true
 		if !selected[t.Node] {
 			c.fail(s, "%s moved but the selector does not pick it", t.Node)
 		}
 		if t.Reason == "" {
 			c.fail(s, "%s moved %s → %s without a reason", t.Node, t.From, t.To)
 		}
+		if t.Join {
+			c.joinRules(s, t, prior)
+			// A node without a driver label or progress is a new one (a
+			// node deleted and registered again under its name looks so):
+			// what the rollout did to it before is another node's story.
+			h.forget(t.Node)
+			continue
+		}
+		h.touched[t.Node] = true
 		if t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone {
 			// Settled: a node already on the target is marked Done without
 			// being touched. It must really be on the target, and stay as
@@ -250,7 +289,6 @@ func (c *Checker) Step(s sim.Step) {
 	}
 	// Only nodes in flight can fail, and nothing starts once the budget is
 	// spent, so the budget is exceeded by at most the nodes in flight.
-	prior := see(s.Rollout, s.Others, canary, s.Before)
 	if after.failures > max(prior.failures, set.FailureBudget)+prior.flying {
 		c.fail(s, "%d failures: more than the budget %d plus the %d nodes in flight", after.failures, set.FailureBudget, prior.flying)
 	}
@@ -288,6 +326,65 @@ func (c *Checker) Step(s sim.Step) {
 		if after.canaryN > 0 && spec.Approval != s.Rollout.Name && !spec.Canary.AutoApproveAfterSoak {
 			c.fail(s, "%s started past the canary without approval (approval %q)", t.Node, spec.Approval)
 		}
+		if !c.oneStep && len(h.canarySeen) > 0 && !h.canaryProven {
+			c.fail(s, "%s started but the rollout's canary (%v) never passed", t.Node, keys(h.canarySeen))
+		}
+		if !c.oneStep && len(h.canarySeen) > 0 && spec.Approval != s.Rollout.Name && !spec.Canary.AutoApproveAfterSoak {
+			c.fail(s, "%s started past the rollout's canary (%v) without approval (approval %q)", t.Node, keys(h.canarySeen), spec.Approval)
+		}
+	}
+}
+
+// joinRules checks a join (planner.Transition.Join): a label write on a
+// pending node that had no driver label, quarantine mark or
+// out-of-service mark, changing nothing else (no phase, cordon, failure or
+// quarantine), that labels a node running a driver with that driver, and
+// never gives a node without one a driver the canary has not proven
+// (judged from the nodes before the step: the canary done and approved, or
+// no canary; no abort; the budget not spent).
+func (c *Checker) joinRules(s sim.Step, t planner.Transition, prior view) {
+	spec := &s.Rollout.Spec
+	if t.From != v1alpha1.NodePending || t.To != v1alpha1.NodePending || t.Driver == "" ||
+		t.Cordon || t.Uncordon || t.Failure || t.Quarantine || t.Release {
+		c.fail(s, "%s joined with a move that is not a label write: %s → %s driver=%q", t.Node, t.From, t.To, t.Driver)
+		return
+	}
+	var b *planner.Node
+	for i := range s.Before {
+		if s.Before[i].Name == t.Node {
+			b = &s.Before[i]
+		}
+	}
+	if b == nil {
+		return
+	}
+	if _, ok := b.Labels[v1alpha1.LabelDriver]; ok {
+		c.fail(s, "%s joined but already carried driver label %q", t.Node, b.Labels[v1alpha1.LabelDriver])
+	}
+	if b.Labels[v1alpha1.LabelQuarantined] == "true" {
+		c.fail(s, "%s joined while quarantined", t.Node)
+	}
+	for i := range spec.OutOfService {
+		if sel, err := metav1.LabelSelectorAsSelector(&spec.OutOfService[i]); err == nil && sel.Matches(labels.Set(b.Labels)) {
+			c.fail(s, "%s joined while out of service", t.Node)
+		}
+	}
+	if b.DriverVersion != "" {
+		if b.DriverVersion != t.Driver && !planner.DriverMatches(b.DriverVersion, t.Driver) {
+			c.fail(s, "%s runs %s but joined labelled %s", t.Node, b.DriverVersion, t.Driver)
+		}
+		return
+	}
+	if t.Driver != spec.TargetVersion || spec.TargetVersion == spec.PreviousVersion {
+		if t.Driver != spec.PreviousVersion && t.Driver != spec.TargetVersion {
+			c.fail(s, "%s joined with no driver labelled %s, neither the target %s nor the previous %s", t.Node, t.Driver, spec.TargetVersion, spec.PreviousVersion)
+		}
+		return
+	}
+	proven := prior.canaryN == 0 || (prior.canaryDone == prior.canaryN && (spec.Approval == s.Rollout.Name || spec.Canary.AutoApproveAfterSoak))
+	if !proven || spec.Abort || prior.failures > planner.SettingsFor(spec, len(prior.selected)).FailureBudget {
+		c.fail(s, "%s joined with no driver and was given the target %s before it was proven (canary %d of %d done, approval %q, abort=%t, %d failures)",
+			t.Node, t.Driver, prior.canaryDone, prior.canaryN, spec.Approval, spec.Abort, prior.failures)
 	}
 }
 
@@ -482,11 +579,15 @@ func keys(m map[string]bool) []string {
 func (c *Checker) Final(ro *v1alpha1.DriverRollout, nodes []planner.Node) {
 	s := sim.Step{Rollout: ro}
 	h := c.run(ro.Name)
+	sel, _ := metav1.LabelSelectorAsSelector(&ro.Spec.NodeSelector)
 	for i := range nodes {
 		n := &nodes[i]
 		phase := n.Phase
 		if n.Owner != "" && n.Owner != ro.Name {
 			continue
+		}
+		if n.Owner == "" && (sel == nil || !sel.Matches(labels.Set(n.Labels))) {
+			continue // left the cluster or the pool
 		}
 		switch {
 		case !h.started[n.Name]:

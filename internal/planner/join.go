@@ -1,0 +1,143 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// Joining nodes (the gpufleet actuator). Render's NVIDIADrivers select the
+// nodes by their driver label (v1alpha1.LabelDriver), so a node without
+// one gets no driver at all: a node an autoscaler or a provisioning
+// template just created, a repaired node that came back without its
+// labels, or a node of a fleet adopted from a GPU Operator that never knew
+// the label. The planner labels every such node of the rollout at once,
+// whatever the windows, freezes, pause, slots or maxUnavailable say: the
+// label moves nothing that runs, and a node without a driver has no GPU
+// work to disrupt. The label says:
+//
+//   - the driver the node reports (GPU Feature Discovery), when it runs
+//     one: what runs keeps running, and the rollout moves the node later
+//     under the policy like any other;
+//   - otherwise the driver the cluster should run now (joinVersion): the
+//     rollout's target once its canary passed and was approved (or there
+//     is no canary), the previous version before that, after an abort, or
+//     when the failure budget is spent. A new node never gets a driver the
+//     canary has not proven.
+//
+// The join is one move, Pending → Pending, with the node's resourceVersion
+// like every other, so the rollout takes the node as it labels it. It
+// never touches a node another rollout owns or goes first on, a
+// quarantined node, a node out of service (spec.outOfService: someone else
+// is working on it; it joins when that ends), or a node's cordon (move
+// records an admin's cordon).
+//
+// A node joined on the target installs it by itself, so start leaves it
+// alone while its driver comes up (joinWait): it settles Done once it
+// reports the target. One whose driver has not come up by then is started
+// like any other node, so the policy's failure handling (rollback,
+// quarantine, the budget) applies to it.
+
+// join labels the selected pending nodes that carry no driver label.
+func (p *planner) join() {
+	if p.operator() {
+		// The operator's driver DaemonSet selects no gpufleet label on
+		// this path: it installs a new node's driver by itself.
+		return
+	}
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.outOfService || p.quarantineMarked(w) {
+			continue
+		}
+		if hasDriverLabel(w.n) {
+			continue
+		}
+		version, why := p.joinVersion(w)
+		p.move(w, v1alpha1.NodePending, fmt.Sprintf("joined without a driver label: labelled %s (%s)", version, why), func(t *Transition) {
+			t.Driver = version
+			t.Join = true
+		})
+		w.joined = true
+	}
+}
+
+// joinVersion is the driver a node without a driver label is labelled
+// with, and why: see the package's joining rule above.
+func (p *planner) joinVersion(w *work) (version, why string) {
+	target, previous := p.spec.TargetVersion, p.spec.PreviousVersion
+	if reported := w.n.DriverVersion; reported != "" {
+		switch {
+		case DriverMatches(reported, target):
+			return target, "it runs " + reportedAs(reported, target)
+		case DriverMatches(reported, previous):
+			return previous, "it runs " + reportedAs(reported, previous)
+		}
+		return reported, "it runs " + reported + ", which the rollout moves to " + target + " under its policy"
+	}
+	ok, reason := p.targetProven()
+	if ok {
+		return target, "no driver yet; " + reason
+	}
+	return previous, "no driver yet; " + reason
+}
+
+// targetProven reports whether a node that joins with no driver gets the
+// rollout's target, and says why (or why not).
+func (p *planner) targetProven() (bool, string) {
+	target := p.spec.TargetVersion
+	if target == p.spec.PreviousVersion {
+		return true, "the cluster's driver"
+	}
+	switch cs := p.canaryState(); {
+	case p.spec.Abort:
+		return false, "the rollout to " + target + " is aborted"
+	case p.failures() > p.set.FailureBudget:
+		return false, "the rollout to " + target + " spent its failure budget"
+	case cs == v1alpha1.CanaryFailed:
+		return false, "the canary failed on " + target
+	case cs == v1alpha1.CanaryNone:
+		return true, "the rollout has no canary"
+	case cs != v1alpha1.CanaryPassed:
+		return false, "the canary has not proven " + target + " yet"
+	case !p.approved() && !p.spec.Canary.AutoApproveAfterSoak:
+		return false, "the canary passed but is not approved"
+	}
+	return true, "the canary proved " + target
+}
+
+// quarantineMarked reports whether a node carries the spec's quarantine
+// label (a node a rollout quarantined and that was released since keeps
+// it until someone looks at it).
+func (p *planner) quarantineMarked(w *work) bool {
+	marks := p.spec.Quarantine.Labels
+	if len(marks) == 0 {
+		marks = map[string]string{v1alpha1.LabelQuarantined: "true"}
+	}
+	for k, v := range marks {
+		if got, ok := w.n.Labels[k]; ok && got == v {
+			return true
+		}
+	}
+	return false
+}
+
+// joinWait reports whether a pending node was joined in this pass, or is
+// one this rollout joined on its target and whose driver is still coming
+// up: start leaves it alone until the install and validate timeouts have
+// passed since the join, and asks to be woken then.
+func (p *planner) joinWait(w *work) bool {
+	if w.joined {
+		return true // joined in this pass: its one write is made
+	}
+	if w.phase != v1alpha1.NodePending || w.n.Owner != p.ro.Name || w.n.Since.IsZero() ||
+		w.n.Labels[LabelDriver] != p.spec.TargetVersion || DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
+		return false
+	}
+	deadline := w.n.Since.Add(p.set.InstallTimeout + p.set.ValidateTimeout)
+	if !p.now.Before(deadline) {
+		return false
+	}
+	p.wake(deadline)
+	return true
+}
