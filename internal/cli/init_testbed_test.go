@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -259,6 +260,44 @@ func TestInitOnLiveClusters(t *testing.T) {
 			}
 		} else if want, err := os.ReadFile(golden); err != nil || string(want) != got {
 			t.Errorf("differs from %s: %v\n%s", golden, err, got)
+		}
+	})
+
+	t.Run("the README's adoption, as written", func(t *testing.T) {
+		for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
+			t.Setenv(k, v)
+		}
+		t.Setenv("KUBECONFIG", tb.Kubeconfig)
+		readme := t.TempDir()
+		lines := readmeBlock(t, "## Adopting a running fleet")
+		t.Chdir(readme)
+		for _, line := range lines {
+			cmdline, _, _ := strings.Cut(line, "  #")
+			args := strings.Fields(cmdline)
+			if len(args) == 0 {
+				continue
+			}
+			if args[0] != "gpufleet" {
+				if out, err := exec.Command("sh", "-c", cmdline).CombinedOutput(); err != nil {
+					t.Fatalf("%s: %v\n%s", cmdline, err, out)
+				}
+				continue
+			}
+			if args[1] == "validate" {
+				// Offline: the charts of ../shared/operators, not NVIDIA's
+				// repository.
+				args = append(args, "--charts", ops)
+			}
+			if code, out, errOut := run(t, args[1:]...); code != ExitOK {
+				t.Fatalf("%s: exit %d\n%s%s", strings.TrimSpace(cmdline), code, out, errOut)
+			}
+		}
+		got, err := os.ReadFile(filepath.Join(readme, "fleet.toml"))
+		if want, _ := os.ReadFile(fleetFile); err != nil || string(got) != string(want) {
+			t.Errorf("the README's init wrote another fleet file: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(readme, "clusters", "prod-a100", "flux-operators.yaml")); err != nil {
+			t.Errorf("the README's render wrote no cluster folder: %v", err)
 		}
 	})
 
