@@ -94,7 +94,8 @@ var knownGPUs = map[string]gpuSpec{
 }
 
 // nodeLabels returns every label a node of pool p carries when driver
-// version v is installed on it.
+// version v is installed on it ("": none is). A provisioned pool's nodes
+// carry no gpufleet label.
 func nodeLabels(p Pool, node, v string) map[string]string {
 	l := map[string]string{
 		"kubernetes.io/hostname": node,
@@ -110,6 +111,14 @@ func nodeLabels(p Pool, node, v string) map[string]string {
 		LabelMIGCapable:          strconv.FormatBool(p.migCapable()),
 		LabelMIGConfig:           p.MIGConfig,
 		LabelMIGConfigState:      "success",
+	}
+	if p.Provisioned {
+		delete(l, LabelPool)
+		delete(l, LabelDriver)
+	}
+	if v == "" {
+		delete(l, LabelDriver)
+		return l
 	}
 	for k, val := range driverVersionLabels(v) {
 		l[k] = val

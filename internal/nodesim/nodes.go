@@ -60,7 +60,7 @@ func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 		return err
 	}
 	s.opts.Logf("nodesim: registered node %s (pool %s, driver %s, kwok %t)", name, p.Name, p.Driver, s.opts.Kwok)
-	if s.opts.Kwok {
+	if s.opts.Kwok || p.Driver == "" || p.Provisioned {
 		return nil
 	}
 	// The node was "running" before the simulator saw it: its driver is

@@ -16,8 +16,16 @@ type Pool struct {
 	Product string
 	// Nodes is how many nodes the pool has.
 	Nodes int
-	// Driver is the driver version installed when a node is created.
+	// Driver is the driver version installed when a node is created; with
+	// Provisioned it may be empty: no driver installed yet.
 	Driver string
+	// Provisioned: the nodes register as a provisioner (an autoscaler, a
+	// node template) creates them, or as a fleet that never ran gpufleet
+	// has them: NFD's labels and the GPU product, but no gpufleet label
+	// (no gpufleet.io/driver, no gpufleet.io/pool); GFD's driver labels
+	// only when Driver is set. Until something labels such a node, no
+	// NVIDIADriver of gpufleet's selects it.
+	Provisioned bool
 	// GPUCount is GPUs per node; 8 when zero.
 	GPUCount int
 	// MemoryMiB is memory per GPU; known products fill it in.
@@ -64,8 +72,10 @@ func (p Pool) Validate() error {
 	if p.Nodes < 1 {
 		errs = append(errs, fmt.Errorf("pool %q: nodes must be at least 1, got %d", p.Name, p.Nodes))
 	}
-	if err := ValidateVersion(p.Driver); err != nil {
-		errs = append(errs, fmt.Errorf("pool %q: %w", p.Name, err))
+	if p.Driver != "" || !p.Provisioned {
+		if err := ValidateVersion(p.Driver); err != nil {
+			errs = append(errs, fmt.Errorf("pool %q: %w", p.Name, err))
+		}
 	}
 	if p.GPUCount < 0 || p.MemoryMiB < 0 {
 		errs = append(errs, fmt.Errorf("pool %q: gpus and memory must not be negative", p.Name))

@@ -62,3 +62,34 @@ func TestNodeLabels(t *testing.T) {
 		t.Errorf("nodeLabels (-want +got):\n%s", diff)
 	}
 }
+
+// TestProvisionedPool: a provisioned pool's nodes register with no gpufleet
+// label, with GFD's driver labels only when they run a driver, and only a
+// provisioned pool may have no driver.
+func TestProvisionedPool(t *testing.T) {
+	p := Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1, Provisioned: true}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("a provisioned pool without a driver: %v", err)
+	}
+	if err := (Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1}).Validate(); err == nil {
+		t.Error("a pool without a driver that is not provisioned was accepted")
+	}
+	fresh := kwokNodeLabels(p.withDefaults(), "h100-0", "")
+	for _, k := range []string{LabelDriver, LabelPool, LabelDriverFull, LabelDriverMajor} {
+		if _, ok := fresh[k]; ok {
+			t.Errorf("a new node carries %s=%q", k, fresh[k])
+		}
+	}
+	if fresh[LabelGPUProduct] != p.Product || fresh[LabelNFDNvidiaPCI] != "true" {
+		t.Errorf("a new node lacks the product or NFD's PCI label: %v", fresh)
+	}
+	adopted := kwokNodeLabels(p.withDefaults(), "h100-0", "570.172.08")
+	if adopted[LabelDriverFull] != "570.172.08" {
+		t.Errorf("a node running a driver does not report it: %v", adopted)
+	}
+	for _, k := range []string{LabelDriver, LabelPool} {
+		if _, ok := adopted[k]; ok {
+			t.Errorf("an adopted node carries %s", k)
+		}
+	}
+}
