@@ -210,7 +210,10 @@ func TestInitOnLiveClusters(t *testing.T) {
 	})
 
 	t.Run("an existing fleet file is left alone; --force replaces it", func(t *testing.T) {
-		before, _ := os.ReadFile(fleetFile)
+		before, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(fleetFile, []byte("# edited\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +228,7 @@ func TestInitOnLiveClusters(t *testing.T) {
 			t.Fatalf("--force: exit %d: %s", code, errOut)
 		}
 		if after, _ := os.ReadFile(fleetFile); string(after) != string(before) {
-			t.Error("--force wrote another file than the first run")
+			t.Errorf("--force wrote another file than %s", golden)
 		}
 	})
 
@@ -235,7 +238,7 @@ func TestInitOnLiveClusters(t *testing.T) {
 		if code != ExitOK {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
-		if want, _ := os.ReadFile(fleetFile); out != string(want) {
+		if want, _ := os.ReadFile(golden); out != string(want) {
 			t.Errorf("--dry-run printed another file:\n%s", out)
 		}
 		if !strings.Contains(errOut, "read 2 clusters") {
@@ -270,6 +273,10 @@ func TestInitOnLiveClusters(t *testing.T) {
 		t.Setenv("KUBECONFIG", tb.Kubeconfig)
 		readme := t.TempDir()
 		lines := readmeBlock(t, "## Adopting a running fleet")
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Chdir(readme)
 		for _, line := range lines {
 			cmdline, _, _ := strings.Cut(line, "  #")
@@ -292,9 +299,8 @@ func TestInitOnLiveClusters(t *testing.T) {
 				t.Fatalf("%s: exit %d\n%s%s", strings.TrimSpace(cmdline), code, out, errOut)
 			}
 		}
-		got, err := os.ReadFile(filepath.Join(readme, "fleet.toml"))
-		if want, _ := os.ReadFile(fleetFile); err != nil || string(got) != string(want) {
-			t.Errorf("the README's init wrote another fleet file: %v", err)
+		if got, err := os.ReadFile(filepath.Join(readme, "fleet.toml")); err != nil || string(got) != string(want) {
+			t.Errorf("the README's init wrote another fleet file than %s: %v", golden, err)
 		}
 		if _, err := os.Stat(filepath.Join(readme, "clusters", "prod-a100", "flux-operators.yaml")); err != nil {
 			t.Errorf("the README's render wrote no cluster folder: %v", err)
