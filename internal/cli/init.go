@@ -212,7 +212,7 @@ func (o *initOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	written := false
 	if text != nil && !o.dryRun {
 		if err := writeFleetFile(o.fleetFile, text, o.force); err != nil {
-			return withCode(ExitUnknown, fmt.Errorf("write %s: %w", o.fleetFile, err))
+			return withCode(ExitFailed, fmt.Errorf("write %s: %w", o.fleetFile, err))
 		}
 		written = true
 	}

@@ -135,3 +135,43 @@ func TestInitReasonsInSchema(t *testing.T) {
 		t.Errorf("InitProblem.reason enum %v, adopt.Reasons %v", got, want)
 	}
 }
+
+// TestInitReportSchema: the -o json report, written and refused, follows
+// docs/schema/cli.schema.json (without a testbed: the report of clusters
+// described in Go, as Read would return them).
+func TestInitReportSchema(t *testing.T) {
+	node := func(name, product, driver string, extra ...string) adopt.Node {
+		l := map[string]string{"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product, "nvidia.com/cuda.driver-version.full": driver}
+		for i := 0; i+1 < len(extra); i += 2 {
+			l[extra[i]] = extra[i+1]
+		}
+		return adopt.Node{Name: name, Labels: l}
+	}
+	operator := adopt.Deployment{Namespace: "gpu-operator", Name: "gpu-operator",
+		Labels:     map[string]string{"helm.sh/chart": "gpu-operator-v25.3.4", "app.kubernetes.io/instance": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"},
+		Containers: []adopt.Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v25.3.4"}}}
+	policy := []adopt.ClusterPolicy{{Name: "cluster-policy", DriverVersion: "570.172.08"}}
+	clusters := []adopt.Cluster{
+		{Context: "stg-1", Nodes: []adopt.Node{node("s-1", "NVIDIA-H100-80GB-HBM3", "570.172.08")}, Deployments: []adopt.Deployment{operator}, ClusterPolicies: policy},
+		{Context: "prod-1", Nodes: []adopt.Node{node("p-1", "NVIDIA-A100-SXM4-80GB", "570.172.08", "nvidia.com/mig.config", "all-1g.10gb")}, Deployments: []adopt.Deployment{operator}, ClusterPolicies: policy},
+	}
+	for _, written := range []bool{true, false} {
+		rep := newInitReport("fleet.toml", written, adopt.Judge(clusters, adopt.Options{}))
+		doc, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSchema(t, "InitReport", doc)
+	}
+	clusters[1].Nodes = append(clusters[1].Nodes, node("p-2", "NVIDIA-A100-SXM4-80GB", "570.124.06", "nvidia.com/mig.config", "all-1g.10gb"),
+		adopt.Node{Name: "p-3", Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
+	r := adopt.Judge(clusters, adopt.Options{})
+	if len(r.Problems) == 0 {
+		t.Fatal("no problems")
+	}
+	doc, err := json.Marshal(newInitReport("fleet.toml", false, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSchema(t, "InitReport", doc)
+}
