@@ -122,6 +122,15 @@ context missing, timeout): nothing is written unless every cluster was read.`,
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "time allowed per cluster")
 	f.IntVar(&o.concurrency, "concurrency", 8, "the most clusters read at once")
 	f.StringVarP(&o.output, "output", "o", formatText, "text, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// The contexts of the kubeconfig --kubeconfig names (parsed by
+		// then), or of the standard one.
+		kc, err := adopt.LoadKubeconfig(o.kubeconfig)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return kc.Contexts(), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 

@@ -175,3 +175,12 @@ func TestInitReportSchema(t *testing.T) {
 	}
 	checkSchema(t, "InitReport", doc)
 }
+
+// TestInitCompletesContexts: --context completes the kubeconfig's contexts.
+func TestInitCompletesContexts(t *testing.T) {
+	kc := writeKubeconfig(t, "stg-1", "prod-1")
+	_, out, _ := run(t, "__complete", "init", "--kubeconfig", kc, "--context", "")
+	if !strings.HasPrefix(out, "prod-1\nstg-1\n") {
+		t.Errorf("completions:\n%s", out)
+	}
+}
