@@ -34,8 +34,8 @@ type Deployment struct {
 	Namespace, Name string
 	Labels          map[string]string
 	Annotations     map[string]string
-	// Images are its containers' images, in order; the one of the
-	// container named after the chart is the operator's.
+	// Containers are its pod template's containers, in order; the one
+	// named after the chart is the operator's.
 	Containers []Container
 }
 

@@ -11,7 +11,7 @@
 //     code that talks to a cluster, and it only reads. A cluster that
 //     cannot be read is an error of its own kind (ReadError): init fails
 //     closed and writes nothing.
-//   - Judge (judge.go, pools.go, waves.go) turns those descriptions into a
+//   - Judge (judge.go, operators.go, pools.go, names.go, waves.go) turns those descriptions into a
 //     Fleet, the model of the fleet file, or into Problems. It is pure and
 //     table-tested. It refuses to guess: nodes whose driver differs from
 //     their pool's, a GPU node without a product label, a host-installed

@@ -105,13 +105,3 @@ type Wave struct {
 	PauseAfterCanary bool     `json:"pauseAfterCanary,omitempty"`
 	RequireApproval  bool     `json:"requireApproval,omitempty"`
 }
-
-// Cluster returns the cluster named name, or nil.
-func (f *Fleet) Cluster(name string) *FleetCluster {
-	for _, c := range f.Clusters {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
