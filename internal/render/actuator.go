@@ -31,12 +31,22 @@ func OperatorNVIDIADriverName(pool string) string { return pool }
 // upgradePolicy is the operator's DriverUpgradePolicySpec
 // (k8s-operator-libs api/upgrade/v1alpha1) for policy pol: as the chart's
 // driver.upgradePolicy values (chart = true: the chart calls pod deletion
-// gpuPodDeletion) or as NVIDIADriver.spec.upgradePolicy (v26.7 on).
+// gpuPodDeletion) or as NVIDIADriver.spec.upgradePolicy (v26.7 on). It is
+// the one place that writes the operator's upgrade policy, for the
+// ClusterPolicy and the NVIDIADrivers alike.
 //
-// Off (the gpufleet actuator) it is autoUpgrade false alone. On, every
-// field is written: the chart's template dereferences drain, gpuPodDeletion
-// and waitForCompletion, and the operator (v25.3.4 controllers/
-// upgrade_controller.go) dereferences drain without a nil check.
+// On the gpufleet actuator it is autoUpgrade false alone. On the
+// gpu-operator actuator every field is written (the chart's template
+// dereferences drain, gpuPodDeletion and waitForCompletion, and the
+// operator, v25.3.4 controllers/upgrade_controller.go, dereferences drain
+// without a nil check), and autoUpgrade is moving: true only while the
+// cluster's DriverRollout moves the driver (clusterPlan.movesDriver).
+// Between rollouts nothing holds the nodes: the controller holds them with
+// the skip label only once the lifecycle step has applied a DriverRollout,
+// and on adoption the first apply must change nothing that runs, while the
+// chart's default, and from v26.7 an NVIDIADriver's, is autoUpgrade true.
+// A rollout turns it on in the same render that changes the driver, under
+// the holds of the DriverRollout already in place.
 //
 // The numbers are gpufleet's own: maxParallelUpgrades is parallel-nodes;
 // maxUnavailable the same count or percentage (the operator rounds a
@@ -45,7 +55,7 @@ func OperatorNVIDIADriverName(pool string) string { return pool }
 // deleteEmptyDir, as gpufleet's own eviction does) within drain-timeout,
 // and so does the deletion of GPU pods before it; no job is waited for
 // (gpufleet's actuator waits for none either).
-func upgradePolicy(pol *fleet.Policy, chart bool) map[string]any {
+func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 	if pol == nil || pol.Actuator != v1alpha1.ActuatorGPUOperator {
 		return map[string]any{"autoUpgrade": false}
 	}
@@ -65,7 +75,7 @@ func upgradePolicy(pol *fleet.Policy, chart bool) map[string]any {
 		deletion = "gpuPodDeletion"
 	}
 	return map[string]any{
-		"autoUpgrade":         true,
+		"autoUpgrade":         moving,
 		"maxParallelUpgrades": max(pol.ParallelNodes, v1alpha1.DefaultParallelNodes),
 		"maxUnavailable":      maxUnavailable,
 		"waitForCompletion":   map[string]any{"timeoutSeconds": 0},
@@ -74,17 +84,32 @@ func upgradePolicy(pol *fleet.Policy, chart bool) map[string]any {
 	}
 }
 
-// GPUOperatorValuesFor are the GPU Operator chart values of cluster as its
-// policy stands (GPUOperatorValues with its actuator's upgrade policy).
+// GPUOperatorValuesFor are the GPU Operator chart values of cluster running
+// rel, as its policy, its driver management and its DriverRollout stand
+// (GPUOperatorValues with its actuator's upgrade policy, on while the
+// rollout moves the driver; ClusterPolicy mode for a cluster adopted so).
 func GPUOperatorValuesFor(f *fleet.Fleet, cluster string, rel *fleet.Release) map[string]any {
 	c := f.Clusters[cluster]
-	pol := f.PolicyFor(cluster)
-	return gpuOperatorValues(rel, c != nil && usesMIG(c), &pol)
+	if c == nil {
+		return GPUOperatorValues(rel)
+	}
+	p := planFor(f, c)
+	return gpuOperatorValues(rel, clusterGPUValues(p, p.movesDriver()))
+}
+
+// clusterGPUValues is what the GPU Operator values of p's cluster depend on
+// besides the release, with the driver moving or not.
+func clusterGPUValues(p clusterPlan, moving bool) gpuValues {
+	return gpuValues{mig: usesMIG(p.cluster), policy: &p.policy, clusterPolicy: clusterPolicyManaged(p.cluster), moving: moving}
 }
 
 // GPUOperatorValueSets are the distinct GPU Operator chart values the
 // clusters of f would install rel with, in the clusters' name order,
 // GPUOperatorValues first: what `gpufleet validate` renders the chart with.
+// A cluster on the gpu-operator actuator gives both its values at rest and
+// those while a rollout moves its driver (the upgrade policy on), and a
+// cluster whose driver stays with the ClusterPolicy its ClusterPolicy-mode
+// values, so validate renders and checks each at the release's version.
 func GPUOperatorValueSets(f *fleet.Fleet, rel *fleet.Release) []map[string]any {
 	out := []map[string]any{GPUOperatorValues(rel)}
 	seen := map[string]bool{}
@@ -92,13 +117,16 @@ func GPUOperatorValueSets(f *fleet.Fleet, rel *fleet.Release) []map[string]any {
 		seen[string(b)] = true
 	}
 	for _, name := range f.ClusterNames() {
-		v := GPUOperatorValuesFor(f, name, rel)
-		b, err := jsonMarshal(v)
-		if err != nil || seen[string(b)] {
-			continue
+		p := planFor(f, f.Clusters[name])
+		for _, moving := range []bool{false, true} {
+			v := gpuOperatorValues(rel, clusterGPUValues(p, moving))
+			b, err := jsonMarshal(v)
+			if err != nil || seen[string(b)] {
+				continue
+			}
+			seen[string(b)] = true
+			out = append(out, v)
 		}
-		seen[string(b)] = true
-		out = append(out, v)
 	}
 	return out
 }

@@ -32,6 +32,13 @@ import (
 // side apply with its field manager, CRDs first. The API server refuses
 // under server-side apply what a plain create accepts (the ClusterPolicy's
 // null fields were the first such case), so only this finds it.
+//
+// Each version is applied a second time as a cluster adopted with its
+// driver managed by the ClusterPolicy (driver-management = "clusterpolicy",
+// the gpu-operator actuator, a generated release name in a namespace of its
+// own): the chart in ClusterPolicy mode at the release's driver, with the
+// operator's upgrade policy, both at rest and while a rollout moves the
+// driver, and the config step's record instead of NVIDIADrivers.
 func TestManifestsApplyLikeFlux(t *testing.T) {
 	ops := sharedtest.Operators(t)
 	gpuVersions := versionsIn(t, filepath.Join(ops, "gpu-operator"))
@@ -41,40 +48,60 @@ func TestManifestsApplyLikeFlux(t *testing.T) {
 	ctx := t.Context()
 	src := &charts.FolderSource{Dir: ops}
 
+	rollout := func(s string) string {
+		return strings.Replace(s, "stable = \"r\"\n", "stable = \"r\"\nrollout = { release = \"r2\", wave = \"staging\" }\n", 1)
+	}
+	variants := []struct {
+		name string
+		edit func(string) string
+	}{
+		{"", func(s string) string { return s }},
+		{" clusterpolicy", func(s string) string { return s + applyAdoptedClusterPolicy }},
+		{" clusterpolicy rolling out", func(s string) string { return rollout(s) + applyAdoptedClusterPolicy }},
+	}
 	for i, gpu := range gpuVersions {
 		net := netVersions[min(i, len(netVersions)-1)]
-		t.Run("gpu-operator "+gpu, func(t *testing.T) {
-			f, err := fleet.Parse("fleet.toml", []byte(fmt.Sprintf(applyFleet, gpu, net)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := render.RenderWith(f, render.Options{Charts: charts.Renderer{Ctx: ctx, Src: src}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var objs []*unstructured.Unstructured
-			for _, dir := range []string{"operators", "config"} {
-				prefix := "clusters/stg/" + dir + "/"
-				paths := slices.Sorted(func(yield func(string) bool) {
-					for p := range out.Files {
-						if strings.HasPrefix(p, prefix) && strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, "kustomization.yaml") {
-							if !yield(p) {
-								return
-							}
-						}
+		for _, v := range variants {
+			t.Run("gpu-operator "+gpu+v.name, func(t *testing.T) {
+				f, err := fleet.Parse("fleet.toml", []byte(v.edit(fmt.Sprintf(applyFleet, gpu, net, gpu, net))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				applyLikeFlux(ctx, t, c.Client, renderedSteps(ctx, t, f, src))
+			})
+		}
+	}
+}
+
+// renderedSteps renders f in the manifests mode from the charts of src and
+// returns the objects of cluster stg's operators and config steps.
+func renderedSteps(ctx context.Context, t *testing.T, f *fleet.Fleet, src charts.Source) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := render.RenderWith(f, render.Options{Charts: charts.Renderer{Ctx: ctx, Src: src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, dir := range []string{"operators", "config"} {
+		prefix := "clusters/stg/" + dir + "/"
+		paths := slices.Sorted(func(yield func(string) bool) {
+			for p := range out.Files {
+				if strings.HasPrefix(p, prefix) && strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, "kustomization.yaml") {
+					if !yield(p) {
+						return
 					}
-				})
-				for _, p := range paths {
-					docs, err := crdcheck.DecodeObjects(out.Files[p])
-					if err != nil {
-						t.Fatalf("%s: %v", p, err)
-					}
-					objs = append(objs, docs...)
 				}
 			}
-			applyLikeFlux(ctx, t, c.Client, objs)
 		})
+		for _, p := range paths {
+			docs, err := crdcheck.DecodeObjects(out.Files[p])
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			objs = append(objs, docs...)
+		}
 	}
+	return objs
 }
 
 // applyLikeFlux applies objs as kustomize-controller would: CRDs and
@@ -151,7 +178,8 @@ func versionsIn(t *testing.T, dir string) []string {
 }
 
 // applyFleet is a one-cluster fleet in the manifests mode, with a pool
-// that uses MIG (the operator's MIG manager objects are rendered too).
+// that uses MIG (the operator's MIG manager objects are rendered too). r2
+// is r with another driver.
 const applyFleet = `
 [charts]
 mode = "manifests"
@@ -160,6 +188,11 @@ mode = "manifests"
 gpu-operator = %q
 network-operator = %q
 driver = "580.95.05"
+
+[releases.r2]
+gpu-operator = %q
+network-operator = %q
+driver = "580.105.08"
 
 [clusters.stg]
 environment = "staging"
@@ -181,4 +214,16 @@ clusters = ["stg"]
 
 [promotion]
 stable = "r"
+`
+
+// applyAdoptedClusterPolicy adopts stg as gpufleet init finds a default
+// Helm install, its driver managed by the ClusterPolicy.
+const applyAdoptedClusterPolicy = `
+[clusters.stg.gpu-operator]
+release = "gpu-operator-1712345678"
+namespace = "nvidia-gpu-operator"
+driver-management = "clusterpolicy"
+
+[policy]
+actuator = "gpu-operator"
 `

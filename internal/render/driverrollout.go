@@ -47,6 +47,12 @@ type Target struct {
 	// NVIDIADrivers are the names of the NVIDIADrivers, one per pool in
 	// the fleet file's order, of Release's driver: those the nodes end on.
 	// Render may write another driver's too while a rollout is under way.
+	//
+	// Empty for a cluster whose driver stays with the ClusterPolicy
+	// (fleet.DriverManagementClusterPolicy): render writes no NVIDIADriver
+	// there, the ClusterPolicy's one driver DaemonSet runs Release's
+	// driver, and it is the ClusterPolicy (its spec.driver.version and
+	// state) that says whether the cluster runs it.
 	NVIDIADrivers []string
 }
 
@@ -57,6 +63,9 @@ func TargetFor(f *fleet.Fleet, cluster string) (Target, error) {
 		return Target{}, err
 	}
 	t := Target{Release: f.ReleaseFor(cluster), DriverRollout: dr}
+	if clusterPolicyManaged(f.Clusters[cluster]) {
+		return t, nil
+	}
 	operator := f.PolicyFor(cluster).Actuator == v1alpha1.ActuatorGPUOperator
 	for _, p := range f.Clusters[cluster].Pools {
 		name := NVIDIADriverName(p.Name, t.Release.Driver)

@@ -71,15 +71,13 @@ var steps = []step{
 }
 
 // operatorHealthChecks are the operators step's health checks in the
-// manifests chart mode: each operator's Deployment, named after its chart
-// (the release name render gives it), which the gate judges too.
-func operatorHealthChecks() []meta.NamespacedObjectKindReference {
+// manifests chart mode: each operator's Deployment, in the namespace and
+// under the name the cluster's install gives it (Operator.Deployment),
+// which the gate judges too.
+func operatorHealthChecks(p clusterPlan) []meta.NamespacedObjectKindReference {
 	var refs []meta.NamespacedObjectKindReference
-	for _, op := range []struct{ name, namespace string }{
-		{"gpu-operator", GPUOperatorNamespace},
-		{"network-operator", NetworkOperatorNamespace},
-	} {
-		refs = append(refs, meta.NamespacedObjectKindReference{APIVersion: "apps/v1", Kind: "Deployment", Name: op.name, Namespace: op.namespace})
+	for _, op := range operatorInstalls(p.cluster, p.release) {
+		refs = append(refs, meta.NamespacedObjectKindReference{APIVersion: "apps/v1", Kind: "Deployment", Name: op.Deployment, Namespace: op.Namespace})
 	}
 	return refs
 }
@@ -143,7 +141,7 @@ func fluxKustomizations(p clusterPlan) []object {
 			// The step is healthy when the operators themselves run; the
 			// operands are the operators' to reconcile and the gate's to judge.
 			k.Spec.Wait = false
-			k.Spec.HealthChecks = operatorHealthChecks()
+			k.Spec.HealthChecks = operatorHealthChecks(p)
 		}
 		objs = append(objs, object{file: "flux-" + s.name + ".yaml", obj: k})
 	}
@@ -170,6 +168,12 @@ func releaseLabels(p clusterPlan, release string) map[string]string {
 
 // operatorObjects is the operators step: the chart repository, a namespace
 // per operator and a HelmRelease per operator at the release's versions.
+//
+// An adopted install (Operator.Adopted) gets its HelmRelease in the
+// namespace it was found in, with spec.releaseName naming the release it
+// was installed as, so helm-controller upgrades that release in place
+// (its storage is the HelmRelease's namespace) rather than installing a
+// second operator beside it; the object keeps the chart's name.
 func operatorObjects(p clusterPlan) ([]object, error) {
 	if p.fleet.Charts.Mode == fleet.ModeManifests {
 		return operatorManifests(p)
@@ -185,22 +189,28 @@ func operatorObjects(p clusterPlan) ([]object, error) {
 	if strings.HasPrefix(p.fleet.Charts.Repository, "oci://") {
 		repo.Spec.Type = sourcev1.HelmRepositoryTypeOCI
 	}
+	ops := operators(p)
 	objs := []object{{file: "helmrepository.yaml", obj: repo}}
-	for _, op := range operators(p) {
+	objs = append(objs, namespaceObjects(p, ops)...)
+	for _, op := range ops {
 		values, err := jsonValues(op.values)
 		if err != nil {
 			return nil, err
 		}
+		releaseName := ""
+		if op.Adopted {
+			releaseName = op.Release
+		}
 		objs = append(objs,
-			namespaceObject(p, op.namespace),
-			object{file: "helmrelease-" + op.chart + ".yaml", obj: &helmv2.HelmRelease{
+			object{file: "helmrelease-" + op.Chart + ".yaml", obj: &helmv2.HelmRelease{
 				TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
-				ObjectMeta: metav1.ObjectMeta{Name: op.chart, Namespace: op.namespace, Labels: releaseLabels(p, p.release.Name)},
+				ObjectMeta: metav1.ObjectMeta{Name: op.Chart, Namespace: op.Namespace, Labels: releaseLabels(p, p.release.Name)},
 				Spec: helmv2.HelmReleaseSpec{
-					Interval: metav1.Duration{Duration: 30 * time.Minute},
+					ReleaseName: releaseName,
+					Interval:    metav1.Duration{Duration: 30 * time.Minute},
 					Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
-						Chart:     op.chart,
-						Version:   op.version,
+						Chart:     op.Chart,
+						Version:   op.Version,
 						SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: chartRepository, Namespace: fluxNamespace},
 					}},
 					Timeout: &metav1.Duration{Duration: 10 * time.Minute},
@@ -216,23 +226,34 @@ func operatorObjects(p clusterPlan) ([]object, error) {
 	return objs, nil
 }
 
-// operator is one operator chart as a cluster installs it.
+// operator is one operator chart as a cluster installs it, with its values.
 type operator struct {
-	chart, namespace, version string
-	values                    map[string]any
+	Operator
+	values map[string]any
 }
 
-// Namespaces the operators are installed into, as NVIDIA's docs name them.
+// Namespaces the operators are installed into by default, as NVIDIA's docs
+// name them. A cluster's own install may say otherwise: see Operators.
 const (
-	GPUOperatorNamespace     = "gpu-operator"
-	NetworkOperatorNamespace = "nvidia-network-operator"
+	GPUOperatorNamespace     = fleet.DefaultGPUOperatorNamespace
+	NetworkOperatorNamespace = fleet.DefaultNetworkOperatorNamespace
 )
 
+// operators are the operators of p's cluster at its release, with their
+// values: the Network Operator only when the release has one.
 func operators(p clusterPlan) []operator {
-	return []operator{
-		{chart: "gpu-operator", namespace: GPUOperatorNamespace, version: p.release.GPUOperator, values: gpuOperatorValues(p.release, usesMIG(p.cluster), &p.policy)},
-		{chart: "network-operator", namespace: NetworkOperatorNamespace, version: p.release.NetworkOperator, values: NetworkOperatorValues(p.release)},
+	var ops []operator
+	for _, op := range operatorInstalls(p.cluster, p.release) {
+		o := operator{Operator: op}
+		switch op.Chart {
+		case GPUOperatorChart:
+			o.values = gpuOperatorValues(p.release, clusterGPUValues(p, p.movesDriver()))
+		case NetworkOperatorChart:
+			o.values = NetworkOperatorValues(p.release)
+		}
+		ops = append(ops, o)
 	}
+	return ops
 }
 
 func jsonValues(v map[string]any) (*apiextensionsv1.JSON, error) {
@@ -246,25 +267,54 @@ func jsonValues(v map[string]any) (*apiextensionsv1.JSON, error) {
 // operatorManifests is the operators step in the "manifests" chart mode:
 // each chart rendered to plain objects with the values a HelmRelease would
 // use, so a pull request shows every object a release changes.
+//
+// Each chart is rendered as the cluster's install names its release and
+// namespace: object names in the charts and their subcharts follow the
+// release name, so an adopted install keeps the objects it runs.
 func operatorManifests(p clusterPlan) ([]object, error) {
-	var objs []object
-	for _, op := range operators(p) {
-		b, err := p.charts.RenderChart(op.chart, op.version, op.chart, op.namespace, op.values)
+	ops := operators(p)
+	objs := namespaceObjects(p, ops)
+	for _, op := range ops {
+		b, err := p.charts.RenderChart(op.Chart, op.Version, op.Release, op.Namespace, op.values)
 		if err != nil {
 			return nil, err
 		}
-		objs = append(objs,
-			namespaceObject(p, op.namespace),
-			object{file: op.chart + "-" + op.version + ".yaml", obj: rawManifests(b)},
-		)
+		objs = append(objs, object{file: op.Chart + "-" + op.Version + ".yaml", obj: rawManifests(b)})
 	}
 	return objs, nil
 }
 
-// namespaceObject is an operator's namespace, in its own file.
-func namespaceObject(p clusterPlan, name string) object {
-	return object{file: "namespace-" + name + ".yaml", obj: &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: baseLabels(p)},
-	}}
+// namespaceObjects are the operators' namespaces, each once (two adopted
+// operators may share one), each in its own file.
+//
+// The namespace of an adopted install existed before gpufleet and holds
+// more than what gpufleet writes (the Helm release's storage, objects of
+// the operator's own): Flux is told never to prune it, so a fleet file that
+// stops naming it, or a release without that operator, does not delete
+// the namespace and everything in it.
+func namespaceObjects(p clusterPlan, ops []operator) []object {
+	var objs []object
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if seen[op.Namespace] {
+			continue
+		}
+		seen[op.Namespace] = true
+		ns := &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: op.Namespace, Labels: baseLabels(p)},
+		}
+		if op.Adopted {
+			ns.Annotations = map[string]string{kustomizePrune: kustomizePruneDisabled}
+		}
+		objs = append(objs, object{file: "namespace-" + op.Namespace + ".yaml", obj: ns})
+	}
+	return objs
 }
+
+// kustomize-controller's annotation that keeps an object it applied from
+// being pruned once the source no longer has it.
+const (
+	kustomizePrune         = "kustomize.toolkit.fluxcd.io/prune"
+	kustomizePruneDisabled = "disabled"
+)

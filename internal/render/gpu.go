@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/blang/semver/v4"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 
@@ -32,22 +34,57 @@ const (
 // own automatic driver upgrade is off, so it never fights gpufleet's
 // controller over a node.
 //
-// With the gpu-operator actuator the operator's upgrade policy is on
-// instead (see upgradePolicy and GPUOperatorValuesFor).
-func GPUOperatorValues(rel *fleet.Release) map[string]any { return gpuOperatorValues(rel, false, nil) }
+// With the gpu-operator actuator the operator's upgrade policy is set
+// instead, and a cluster adopted with its driver managed by the
+// ClusterPolicy keeps it so (see gpuOperatorValues and
+// GPUOperatorValuesFor).
+func GPUOperatorValues(rel *fleet.Release) map[string]any {
+	return gpuOperatorValues(rel, gpuValues{})
+}
 
-func gpuOperatorValues(_ *fleet.Release, mig bool, pol *fleet.Policy) map[string]any {
-	v := map[string]any{
-		"driver": map[string]any{
-			"enabled": true,
-			"nvidiaDriverCRD": map[string]any{
-				"enabled":         true,
-				"deployDefaultCR": false,
-			},
-			"upgradePolicy": upgradePolicy(pol, true),
+// gpuValues is what a cluster's GPU Operator values depend on besides its
+// release.
+type gpuValues struct {
+	// mig: a pool uses MIG.
+	mig bool
+	// policy is the cluster's (nil: the default, the gpufleet actuator).
+	policy *fleet.Policy
+	// clusterPolicy: the driver stays with the ClusterPolicy
+	// (fleet.DriverManagementClusterPolicy).
+	clusterPolicy bool
+	// moving: the cluster's DriverRollout moves the driver (see
+	// clusterPlan.movesDriver).
+	moving bool
+}
+
+// gpuOperatorValues are the GPU Operator chart values of a cluster running
+// rel.
+//
+// A cluster whose driver stays with the ClusterPolicy keeps the operator in
+// that mode (driver.nvidiaDriverCRD.enabled false: switching it below
+// v26.7.0 makes the operator delete nvidia-driver-daemonset with every
+// driver pod at once) and gets the release's driver through the chart's
+// driver.version (and driver.usePrecompiled for a precompiled branch), so
+// the ClusterPolicy's one driver DaemonSet changes in place and the
+// operator's upgrade controller moves the nodes (the gpu-operator
+// actuator).
+func gpuOperatorValues(rel *fleet.Release, in gpuValues) map[string]any {
+	driver := map[string]any{
+		"enabled": true,
+		"nvidiaDriverCRD": map[string]any{
+			"enabled":         !in.clusterPolicy,
+			"deployDefaultCR": false,
 		},
+		"upgradePolicy": upgradePolicy(in.policy, in.moving, true),
 	}
-	if mig {
+	if in.clusterPolicy {
+		driver["version"] = rel.Driver
+		if rel.Precompiled {
+			driver["usePrecompiled"] = true
+		}
+	}
+	v := map[string]any{"driver": driver}
+	if in.mig {
 		// Pools with and without MIG in one cluster need the mixed strategy,
 		// which exposes each slice as its own nvidia.com/mig-* resource.
 		v["mig"] = map[string]any{"strategy": "mixed"}
@@ -80,7 +117,16 @@ func usesMIG(c *fleet.Cluster) bool {
 // driver of the release the cluster's operators run (the stable one again
 // once an abort reached the cluster: reverting the pool is this path's
 // rollback), and no node label selects between versions.
+//
+// A cluster whose driver stays with the ClusterPolicy has no NVIDIADriver:
+// the operators step's ClusterPolicy carries the driver. Its config step
+// holds one ConfigMap that records that, so the chain of steps stays the
+// same for every cluster (Flux prunes the NVIDIADrivers an earlier render
+// wrote there): kustomize refuses a kustomization.yaml with no resources.
 func configObjects(p clusterPlan) ([]object, error) {
+	if clusterPolicyManaged(p.cluster) {
+		return []object{{file: "configmap-" + driverManagementConfigMap + ".yaml", obj: driverManagementRecord(p)}}, nil
+	}
 	if operatorActuated(p) {
 		var objs []object
 		for _, pool := range p.cluster.Pools {
@@ -109,6 +155,25 @@ func configObjects(p clusterPlan) ([]object, error) {
 	return objs, nil
 }
 
+// driverManagementConfigMap names the ConfigMap the config step of a
+// ClusterPolicy-managed cluster holds, in the GPU Operator's namespace.
+const driverManagementConfigMap = "gpufleet-driver-management"
+
+// driverManagementRecord is that ConfigMap: who manages the cluster's
+// driver and at which version, as render wrote it, for people reading the
+// cluster.
+func driverManagementRecord(p clusterPlan) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: driverManagementConfigMap, Namespace: p.cluster.GPUOperatorNamespace(), Labels: baseLabels(p)},
+		Data: map[string]string{
+			"driver-management": p.cluster.DriverManagement(),
+			"driver":            p.release.Driver,
+			"note":              "The GPU Operator's ClusterPolicy runs this cluster's GPU driver (one DaemonSet, nvidia-driver-daemonset); gpufleet renders no NVIDIADriver for it.",
+		},
+	}
+}
+
 // nvidiaDriverFields are the spec fields that depend on the GPU Operator
 // version, each from the version whose NVIDIADriver CRD has it. A field the
 // schema requires is written even when the API server would default it:
@@ -125,7 +190,7 @@ var nvidiaDriverFields = []struct {
 	// From v26.7 an NVIDIADriver upgrades its nodes by itself unless told
 	// not to (ClusterPolicy's default is the opposite), and the
 	// gpu-operator actuator's policy goes here as well as on ClusterPolicy.
-	{semver.MustParse("26.7.0"), "upgradePolicy", func(p clusterPlan) any { return upgradePolicy(&p.policy, false) }},
+	{semver.MustParse("26.7.0"), "upgradePolicy", func(p clusterPlan) any { return upgradePolicy(&p.policy, p.movesDriver(), false) }},
 	// v26.7 requires default (false by default). gpufleet's NVIDIADrivers
 	// select nodes, and a default one must not have a nodeSelector.
 	{semver.MustParse("26.7.0"), "default", func(clusterPlan) any { return false }},

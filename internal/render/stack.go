@@ -69,7 +69,7 @@ func renderStack(f *fleet.Fleet, files map[string][]byte) error {
 	if err := addFolder(files, infraControllers, controllerObjects(s)); err != nil {
 		return err
 	}
-	if err := addFolder(files, infraConfigs, configsObjects(s)); err != nil {
+	if err := addFolder(files, infraConfigs, configsObjects(f)); err != nil {
 		return err
 	}
 	if err := addFolderWithExtra(files, infraWebhook, webhookObjects(), []string{path.Base(WebhookSecretFile)}); err != nil {

@@ -88,7 +88,8 @@ func webhookObjects() []object {
 
 // configsObjects are, when an alert URL is set, an Alert on failed
 // reconciliations. The folder stays when empty: the apps depend on it.
-func configsObjects(s *fleet.Stack) []object {
+func configsObjects(f *fleet.Fleet) []object {
+	s := f.Stack
 	var objs []object
 	if s.AlertURL != "" {
 		objs = append(objs,
@@ -103,7 +104,7 @@ func configsObjects(s *fleet.Stack) []object {
 				Spec: notifv1beta3.AlertSpec{
 					ProviderRef:   meta.LocalObjectReference{Name: "fleet-alerts"},
 					EventSeverity: "error",
-					EventSources:  alertSources(s),
+					EventSources:  alertSources(f),
 					Summary:       "gpufleet: a reconciliation failed",
 				},
 			}},
@@ -117,10 +118,17 @@ func configsObjects(s *fleet.Stack) []object {
 // HelmRelease, which live in the namespace they install into.
 // notification-controller matches a source's namespace exactly (a "*"
 // namespace matches nothing), so there is one HelmRelease source per such
-// namespace: the operators' and the charted services'.
-func alertSources(s *fleet.Stack) []notifv1.CrossNamespaceObjectReference {
+// namespace: the operators' (the defaults, and those of every adopted
+// install of the fleet: the folder is the same on every cluster) and the
+// charted services'.
+func alertSources(f *fleet.Fleet) []notifv1.CrossNamespaceObjectReference {
+	s := f.Stack
 	srcs := []notifv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "*"}}
 	namespaces := map[string]bool{GPUOperatorNamespace: true, NetworkOperatorNamespace: true}
+	for _, c := range f.Clusters {
+		namespaces[c.GPUOperatorNamespace()] = true
+		namespaces[c.NetworkOperatorNamespace()] = true
+	}
 	for _, svc := range s.Services {
 		if svc.Chart != nil {
 			namespaces[svc.Namespace] = true
