@@ -131,8 +131,13 @@ func judgeCluster(c Cluster) (fc *FleetCluster, precompiled bool, probs, warns P
 		probs = append(probs, driverPending(name, policy, pools, nodes)...)
 	}
 	if policy != nil && policy.UseNVIDIADriverCRD && len(c.NVIDIADrivers) > 0 {
-		warns = append(warns, Problem{Cluster: name, Reason: ReasonForeignNVIDIADrivers,
-			Message: fmt.Sprintf("NVIDIADrivers that gpufleet did not write manage drivers here: %s. render writes its own per pool, selecting nodes by %s; before Flux applies it, make sure no node would be selected by two (the operator refuses such a node) and that removing these (or the chart's default NVIDIADriver, which render turns off) deletes no driver pod a node still runs",
+		// Render writes its own NVIDIADriver per pool and turns the
+		// chart's default one off: the Helm upgrade (or Flux) would remove
+		// these, and the operator would delete their DaemonSets with every
+		// driver pod at once. gpufleet cannot take them over node by node
+		// (yet), so it does not pretend to.
+		probs = append(probs, Problem{Cluster: name, Reason: ReasonForeignNVIDIADrivers,
+			Message: fmt.Sprintf("NVIDIADrivers that gpufleet did not write manage the drivers here: %s. render would replace them with its own per pool (selecting nodes by %s), and removing these deletes their DaemonSets with every driver pod at once; gpufleet does not adopt NVIDIADrivers it did not write: leave this cluster out (--context) until they are gone",
 				strings.Join(c.NVIDIADrivers, ", "), LabelDriver)})
 	}
 	if policy != nil && policy.UseNVIDIADriverCRD {

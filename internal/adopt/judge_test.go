@@ -60,7 +60,6 @@ func TestJudgeFleet(t *testing.T) {
 				c := cluster("prod-b", gpuNode("t-1", h100, drv570).pool("train"), gpuNode("t-2", h100, drv570).pool("train"))
 				c.Deployments = []Deployment{gpuOperatorDeployment("nvidia", "gpu-operator-1712345678", gpuOp), networkOperatorDeployment("network", "netop", netOp)}
 				c.ClusterPolicies[0].UseNVIDIADriverCRD = true
-				c.NVIDIADrivers = []string{"default"}
 				return c
 			}(),
 			func() Cluster {
@@ -89,7 +88,6 @@ func TestJudgeFleet(t *testing.T) {
 			},
 			Waves: []Wave{{Name: "staging", Clusters: []string{"stg-1"}}, {Name: "prod", Clusters: []string{"prod-b"}, RequireApproval: true}},
 		},
-		warnings: []Reason{ReasonForeignNVIDIADrivers},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +156,17 @@ func TestJudgeRefuses(t *testing.T) {
 		want: []want{
 			{"prod-a", ReasonMixedDrivers, []string{"h-1", "h-2", "h-3"}, []string{"pool h100", "570.124.06 on h-2", "570.172.08 on h-1, h-3", "finish (or undo) the upgrade"}},
 			{"prod-a", ReasonDriverPending, []string{"h-2"}, []string{"ClusterPolicy cluster-policy asks for driver 570.172.08", "h-2 runs 570.124.06"}},
+		},
+	}, {
+		name: "NVIDIADrivers gpufleet did not write: refused, as removing them deletes their driver pods at once",
+		clusters: []Cluster{func() Cluster {
+			c := cluster("prod-a", gpuNode("h-1", h100, drv570))
+			c.ClusterPolicies[0].UseNVIDIADriverCRD = true
+			c.NVIDIADrivers = []string{"default"}
+			return c
+		}()},
+		want: []want{
+			{"prod-a", ReasonForeignNVIDIADrivers, nil, []string{"NVIDIADrivers that gpufleet did not write", "default", "every driver pod at once", "--context"}},
 		},
 	}, {
 		name: "a host-installed driver, and the operator's driver turned off",

@@ -55,13 +55,16 @@ const (
 	// Operator, Network Operator or driver versions: one fleet file has
 	// one stable release.
 	ReasonVersionSkew Reason = "VersionSkew"
+	// ReasonForeignNVIDIADrivers: NVIDIADrivers gpufleet did not write, on
+	// a cluster in NVIDIADriver mode. Render writes its own; the Helm
+	// upgrade or Flux would remove these (the chart's default one when
+	// render turns it off), and the operator deletes their DaemonSets with
+	// every driver pod at once.
+	ReasonForeignNVIDIADrivers Reason = "ForeignNVIDIADrivers"
 )
 
 // Warnings: init writes the fleet file and says these beside it.
 const (
-	// ReasonForeignNVIDIADrivers: NVIDIADrivers gpufleet did not write, on
-	// a cluster in NVIDIADriver mode.
-	ReasonForeignNVIDIADrivers Reason = "ForeignNVIDIADrivers"
 	// ReasonPoolLabelsNeeded: pools that share a GPU product, whose nodes
 	// need gpufleet.io/pool before render's NVIDIADrivers can tell them apart.
 	ReasonPoolLabelsNeeded Reason = "PoolLabelsNeeded"
@@ -73,8 +76,8 @@ var Reasons = []Reason{
 	ReasonClusterName, ReasonNoGPUNodes, ReasonUnplaced, ReasonNoDriverVersion, ReasonPreinstalledDriver,
 	ReasonDriverOff, ReasonUpgrading, ReasonMIGChanging, ReasonMIGLayout, ReasonMixedDrivers, ReasonPoolLabel,
 	ReasonNoGPUOperator, ReasonSeveralOperators, ReasonOperatorUnreadable, ReasonClusterPolicy,
-	ReasonDriverPending, ReasonVersionSkew,
-	ReasonForeignNVIDIADrivers, ReasonPoolLabelsNeeded,
+	ReasonDriverPending, ReasonVersionSkew, ReasonForeignNVIDIADrivers,
+	ReasonPoolLabelsNeeded,
 }
 
 // Problem is one thing init refuses to guess (or, as a warning, one thing
