@@ -127,6 +127,9 @@ func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return withCode(ExitFailed, fmt.Errorf("render: %w", err))
 	}
+	if err := warnUnadopted(errOut, f, o.outDir); err != nil {
+		return withCode(ExitUnknown, err)
+	}
 	var changes []render.Change
 	if o.check {
 		changes, err = render.Diff(rendered, o.outDir)
@@ -149,6 +152,27 @@ func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "gpufleet: %d file(s) not up to date with %s: run `gpufleet render`\n", len(changes), o.fleetFile)
 		return silentFailure{code: ExitFailed}
 	}
+	return nil
+}
+
+// warnUnadopted warns, once, about the clusters render writes for the first
+// time in NVIDIADriver mode on a GPU Operator below v26.7.0 without an
+// adopted install (render.NewUnadoptedClusters): right for a cluster
+// without the operator, ruinous for one that runs it in ClusterPolicy mode,
+// and nothing in the output folder tells which.
+func warnUnadopted(errOut io.Writer, f *fleet.Fleet, dir string) error {
+	names, err := render.NewUnadoptedClusters(f, dir)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	const most = 10
+	list := strings.Join(names[:min(len(names), most)], ", ")
+	if len(names) > most {
+		list += fmt.Sprintf(" and %d more", len(names)-most)
+	}
+	fmt.Fprintf(errOut, "gpufleet: warning: first render of cluster(s) %s, with the GPU Operator below v26.7.0 managing drivers by NVIDIADriver: "+
+		"if a cluster already runs the GPU Operator with its ClusterPolicy managing the drivers, applying this deletes every driver pod of that cluster at once; "+
+		"adopt such a cluster with `gpufleet init` (it writes the cluster's [clusters.<name>.gpu-operator] table) before Flux applies this\n", list)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,60 @@ func TestRenderManifestsWithRealCharts(t *testing.T) {
 	}
 	if code, out, _ := run(t, "render", "--check", "-f", fleetFile, "--charts", shared); code != ExitOK {
 		t.Errorf("a second render must be byte-identical: exit %d\n%s", code, out)
+	}
+}
+
+// TestRenderRefusesUnsafeDriverManagementSwitch: render, render --check and
+// render -o json refuse, exit 1, a fleet file that switches a cluster's GPU
+// Operator from ClusterPolicy to NVIDIADriver driver management below
+// v26.7.0 against what the output folder holds, and write nothing; with -o
+// json the refusal is an error document. A first render of clusters that
+// would run NVIDIADriver management below v26.7.0 without an adopted
+// install warns once on stderr, naming them.
+func TestRenderRefusesUnsafeDriverManagementSwitch(t *testing.T) {
+	fleetFile := copyExample(t)
+	dir := filepath.Dir(fleetFile)
+	src, _ := os.ReadFile(fleetFile)
+	adopted := bytes.Replace(src, []byte("[[clusters.stg-h100.pools]]"), []byte("[clusters.stg-h100.gpu-operator]\nrelease = \"gpu-operator-1712345678\"\ndriver-management = \"clusterpolicy\"\n\n[policy.clusters.stg-h100]\nactuator = \"gpu-operator\"\n\n[[clusters.stg-h100.pools]]"), 1)
+	if err := os.WriteFile(fleetFile, adopted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "render", "-f", fleetFile)
+	if code != ExitOK {
+		t.Fatalf("render of the adopted cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	if want := "gpufleet: warning: first render of cluster(s) prod-a100, prod-h100-a, prod-h100-b, with the GPU Operator below v26.7.0 managing drivers by NVIDIADriver"; !strings.Contains(errOut, want) || strings.Count(errOut, "warning:") != 1 || !strings.Contains(errOut, "`gpufleet init`") || !strings.Contains(errOut, "deletes every driver pod of that cluster at once") {
+		t.Errorf("first render: stderr %q\nwant one warning naming the unadopted clusters (not stg-h100)", errOut)
+	}
+	if _, _, errOut := run(t, "render", "-f", fleetFile); strings.Contains(errOut, "warning") {
+		t.Errorf("a second render warns again: %q", errOut)
+	}
+	written, err := os.ReadFile(filepath.Join(dir, "clusters/stg-h100/operators/helmrelease-gpu-operator.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Dropping the table's driver management switches stg-h100 to NVIDIADriver.
+	if err := os.WriteFile(fleetFile, bytes.Replace(adopted, []byte("driver-management = \"clusterpolicy\"\n"), nil, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"render"}, {"render", "--check"}} {
+		code, out, errOut := run(t, append(args, "-f", fleetFile)...)
+		if code != ExitFailed || !strings.Contains(errOut, "cluster stg-h100: refusing to switch the GPU Operator from ClusterPolicy to NVIDIADriver driver management (gpu-operator v25.3.4 in the output folder, v25.3.4 in this render)") ||
+			!strings.Contains(errOut, "nvidia-driver-daemonset") || !strings.Contains(errOut, "then switch in a render of its own") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and the refusal", args, code, out, errOut)
+		}
+	}
+	code, out, _ = run(t, "render", "-f", fleetFile, "-o", "json")
+	if code != ExitFailed {
+		t.Errorf("render -o json: exit %d, want %d", code, ExitFailed)
+	}
+	checkSchema(t, "Error", []byte(out))
+	var doc ErrorDocument
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Kind != "Error" || doc.ExitCode != ExitFailed || !strings.Contains(doc.Message, "cluster stg-h100: refusing to switch") {
+		t.Errorf("render -o json: %v %+v", err, doc)
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "clusters/stg-h100/operators/helmrelease-gpu-operator.yaml")); !bytes.Equal(now, written) {
+		t.Error("a refused render changed the output folder")
 	}
 }

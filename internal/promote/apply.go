@@ -114,7 +114,9 @@ func Apply(ctx context.Context, o Options) (*Result, error) {
 	var staged []string
 	undo := func() {
 		_ = fsutil.WriteFileAtomic(o.FleetFile, f.Source)
-		_, _ = render.Write(prevOut, dir)
+		// Going back to what was there: the driver management guard
+		// judged the step's own render already.
+		_, _ = render.WriteWith(prevOut, dir, render.WriteOptions{Restore: true})
 		if len(staged) > 0 {
 			_ = git(dir, nil, append([]string{"reset", "-q", "--"}, staged...)...)
 		}

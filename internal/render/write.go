@@ -32,16 +32,20 @@ const (
 // Diff compares out with what is in dir: files to add or change, and files
 // an earlier render wrote (they start with Header) that out no longer has.
 // A file in the way that render did not write is an error: render never
-// overwrites what a person wrote.
+// overwrites what a person wrote. So is a render that switches a cluster's
+// GPU Operator from ClusterPolicy to NVIDIADriver driver management in a
+// way that deletes every driver pod at once (a *SwitchError; see
+// checkSwitches): Write refuses it, and Diff says so as well.
 func Diff(out *Output, dir string) ([]Change, error) {
-	changes, _, err := diff(out, dir)
+	changes, _, err := diff(out, dir, true)
 	return changes, err
 }
 
 // diff is Diff, and the content of each file to change as it was. Each
 // file is read once: the files render may have written are found by
 // walking its folders, and those out holds are compared as they are read.
-func diff(out *Output, dir string) ([]Change, map[string][]byte, error) {
+// guard judges the switches of driver management (checkSwitches).
+func diff(out *Output, dir string, guard bool) ([]Change, map[string][]byte, error) {
 	existing, err := generatedFiles(dir, out)
 	if err != nil {
 		return nil, nil, err
@@ -84,6 +88,11 @@ func diff(out *Output, dir string) ([]Change, map[string][]byte, error) {
 		return nil, nil, errors.Join(foreign...)
 	}
 	slices.SortFunc(changes, func(a, b Change) int { return compareStrings(a.Path, b.Path) })
+	if guard {
+		if err := checkSwitches(out, dir, changes); err != nil {
+			return nil, nil, err
+		}
+	}
 	return changes, old, nil
 }
 
@@ -191,11 +200,26 @@ func hasHeader(path string) (bool, error) {
 }
 
 // Write makes dir hold exactly out's files among those render writes. It
-// changes nothing when a file is in the way (see Diff); when writing fails
+// changes nothing when a file is in the way or the render switches a
+// cluster's driver management unsafely (see Diff); when writing fails
 // half-way it puts back every file it had already replaced or removed, so
 // the previous output stays whole.
 func Write(out *Output, dir string) ([]Change, error) {
-	changes, before, err := diff(out, dir)
+	return WriteWith(out, dir, WriteOptions{})
+}
+
+// WriteOptions tune WriteWith.
+type WriteOptions struct {
+	// Restore puts back an output that was in dir a moment ago (a command
+	// undoing its own write after a later step failed): the driver
+	// management guard, which judges a render against the tree it
+	// replaces, does not apply to going back to what was there.
+	Restore bool
+}
+
+// WriteWith is Write with opts.
+func WriteWith(out *Output, dir string, opts WriteOptions) ([]Change, error) {
+	changes, before, err := diff(out, dir, !opts.Restore)
 	if err != nil {
 		return nil, err
 	}

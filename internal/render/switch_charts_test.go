@@ -1,0 +1,49 @@
+package render_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpufleet/gpufleet/internal/charts"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/render"
+	"github.com/gpufleet/gpufleet/internal/sharedtest"
+)
+
+// TestSwitchGuardRealCharts: the switch guard reads the driver management
+// back from the real chart's rendered ClusterPolicy (manifests mode):
+// switching a ClusterPolicy-managed cluster to NVIDIADriver is refused on
+// v25.3.4 (the testbed's operator) and allowed on v26.7.0.
+func TestSwitchGuardRealCharts(t *testing.T) {
+	ops := sharedtest.Operators(t)
+	src := &charts.FolderSource{Dir: ops}
+	ctx := context.Background()
+	for gpu, refused := range map[string]bool{"v25.3.4": true, "v26.7.0": false} {
+		t.Run(gpu, func(t *testing.T) {
+			base := fmt.Sprintf(applyFleet, gpu, "v25.4.0", gpu, "v25.4.0") + applyAdoptedClusterPolicy
+			renderOut := func(text string) *render.Output {
+				f, err := fleet.Parse("fleet.toml", []byte(text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := render.RenderWith(f, render.Options{Charts: charts.Renderer{Ctx: ctx, Src: src}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			dir := t.TempDir()
+			if _, err := render.Write(renderOut(base), dir); err != nil {
+				t.Fatal(err)
+			}
+			_, err := render.Write(renderOut(strings.Replace(base, `driver-management = "clusterpolicy"`, `driver-management = "nvidiadriver"`, 1)), dir)
+			var se *render.SwitchError
+			if got := errors.As(err, &se); got != refused {
+				t.Errorf("refused %t, want %t: %v", got, refused, err)
+			}
+		})
+	}
+}
