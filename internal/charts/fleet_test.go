@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -73,4 +74,92 @@ func TestFleetCheckCouldNotCheck(t *testing.T) {
 	if len(rep.Failures) == 0 || !strings.Contains(rep.Failures[0].Error, "chart not found") {
 		t.Errorf("failures %+v, want chart not found", rep.Failures)
 	}
+}
+
+// TestFleetCheckClusterPolicyMode: `gpufleet validate` renders the GPU
+// Operator chart with the values of a cluster whose driver stays with the
+// ClusterPolicy (driver.nvidiaDriverCRD.enabled false, driver.version the
+// release's driver, driver.usePrecompiled for a precompiled branch, the
+// gpu-operator actuator's upgrade policy both at rest and while the driver
+// moves) and checks them, at every GPU Operator version of
+// ../shared/operators (v24.6.2 … v26.7.0), full driver versions and
+// precompiled branches alike, beside a release without a Network Operator.
+func TestFleetCheckClusterPolicyMode(t *testing.T) {
+	ops := operatorsDir(t)
+	var releases strings.Builder
+	for i, g := range gpuOperatorVersions {
+		name := strings.ReplaceAll(strings.TrimPrefix(g, "v"), ".", "-")
+		fmt.Fprintf(&releases, "[releases.r%s]\ngpu-operator = %q\nnetwork-operator = %q\ndriver = \"580.95.05\"\n\n", name, g, networkOperatorVersions[i%len(networkOperatorVersions)])
+		fmt.Fprintf(&releases, "[releases.p%s]\ngpu-operator = %q\ndriver = \"570\"\nprecompiled = true\n\n", name, g)
+	}
+	f, err := fleet.Parse("fleet.toml", []byte(releases.String()+`
+[clusters.cp]
+environment = "staging"
+
+[clusters.cp.gpu-operator]
+release = "gpu-operator-1712345678"
+namespace = "nvidia-gpu-operator"
+driver-management = "clusterpolicy"
+
+[[clusters.cp.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = 4
+
+[[waves]]
+name = "staging"
+clusters = ["cp"]
+
+[policy]
+actuator = "gpu-operator"
+
+[promotion]
+stable = "r24-6-2"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &FolderSource{Dir: ops}
+	rep, err := FleetCheck{Fleet: f, Source: src, KubeVersion: DefaultKubeVersion}.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range rep.Findings {
+		t.Errorf("%s %s %s %s: %s (%s)", fd.Release, fd.Chart, fd.Version, fd.Object(), fd.Message(), fd.Origin)
+	}
+	for _, fl := range rep.Failures {
+		t.Errorf("could not check %s %s %s: %s", fl.Release, fl.Chart, fl.Version, fl.Error)
+	}
+	// The ClusterPolicy-mode values are among those validate rendered, at
+	// rest and moving, for every release.
+	files, err := render.EveryRelease(f, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := ReleaseSpecs(f, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		rel := f.Releases[s.Name]
+		autoUpgrade := map[any]bool{}
+		for _, c := range s.Charts {
+			driver, _ := c.Values["driver"].(map[string]any)
+			crd, _ := driver["nvidiaDriverCRD"].(map[string]any)
+			if c.Name != "gpu-operator" || crd["enabled"] != false {
+				continue
+			}
+			if driver["version"] != rel.Driver || (driver["usePrecompiled"] == true) != rel.Precompiled {
+				t.Errorf("%s: ClusterPolicy-mode driver values %v, want version %s precompiled %t", s.Name, driver, rel.Driver, rel.Precompiled)
+			}
+			autoUpgrade[driver["upgradePolicy"].(map[string]any)["autoUpgrade"]] = true
+		}
+		if !autoUpgrade[true] || !autoUpgrade[false] {
+			t.Errorf("%s: ClusterPolicy-mode value sets with autoUpgrade %v, want both at rest (false) and moving (true)", s.Name, autoUpgrade)
+		}
+		if (rel.NetworkOperator == "") != !slices.ContainsFunc(s.Charts, func(c ChartSpec) bool { return c.Name == "network-operator" }) {
+			t.Errorf("%s: network-operator %q, charts %v", s.Name, rel.NetworkOperator, s.Charts)
+		}
+	}
+	t.Logf("%d custom resources checked in %d releases", rep.Objects, len(specs))
 }

@@ -118,7 +118,9 @@ func chartVersions(f *fleet.Fleet) int {
 	seen := map[string]bool{}
 	for _, r := range f.Releases {
 		seen["gpu-operator@"+r.GPUOperator] = true
-		seen["network-operator@"+r.NetworkOperator] = true
+		if r.NetworkOperator != "" { // a release may run none
+			seen["network-operator@"+r.NetworkOperator] = true
+		}
 	}
 	return len(seen)
 }

@@ -38,3 +38,23 @@ func TestValidatePrecompiledDrivers(t *testing.T) {
 	}
 	t.Logf("%d objects checked", got.Objects)
 }
+
+// TestValidateClusterPolicyMode: `gpufleet validate` renders and checks
+// the GPU Operator in ClusterPolicy mode for a cluster adopted so, at every
+// release of allVersionsFleet (v24.6.2 … v26.7.0), and accepts a release
+// without a Network Operator.
+func TestValidateClusterPolicyMode(t *testing.T) {
+	ops := operatorsDir(t)
+	src := strings.Replace(allVersionsFleet, "RELEASE", "c", 1)
+	src = strings.Replace(src, "[[clusters.one.pools]]", "[clusters.one.gpu-operator]\nrelease = \"gpu-operator-1712345678\"\ndriver-management = \"clusterpolicy\"\n\n[[clusters.one.pools]]", 1)
+	src = strings.Replace(src, "gpu-operator = \"v25.10.1\"\nnetwork-operator = \"v25.10.0\"\n", "gpu-operator = \"v25.10.1\"\n", 1)
+	src += "\n[policy]\nactuator = \"gpu-operator\"\n"
+	path := filepath.Join(t.TempDir(), "fleet.toml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "validate", "-f", path, "--charts", ops)
+	if code != ExitOK || !strings.HasPrefix(out, "ok: ") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
