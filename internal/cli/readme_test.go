@@ -254,3 +254,43 @@ func setRollout(t *testing.T, c client.Client, name string, phase v1alpha1.Rollo
 		t.Fatal(err)
 	}
 }
+
+// TestReadmeOperatorTables: the README's example of the operators as found
+// is a valid part of a fleet file, and says what render then does.
+func TestReadmeOperatorTables(t *testing.T) {
+	tables := strings.Join(readmeBlock(t, "A cluster that already runs the operators"), "\n")
+	src := `
+[releases.r]
+gpu-operator = "v25.3.4"
+network-operator = "v25.4.0"
+driver = "570.172.08"
+
+[clusters.prod-a]
+environment = "prod"
+
+[[clusters.prod-a.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = 2
+
+` + tables + `
+
+[[waves]]
+name = "prod"
+clusters = ["prod-a"]
+
+[policy.clusters.prod-a]
+actuator = "gpu-operator"
+
+[promotion]
+stable = "r"
+`
+	f, err := fleet.Parse("fleet.toml", []byte(src))
+	if err != nil {
+		t.Fatalf("the README's tables do not parse:\n%v\n%s", err, tables)
+	}
+	c := f.Clusters["prod-a"]
+	if c.GPUOperatorRelease() != "gpu-operator-1712345678" || c.DriverManagement() != fleet.DriverManagementClusterPolicy || c.NetworkOperatorNamespace() != "nvidia-network-operator" {
+		t.Errorf("the README's tables read as %+v %+v", c.GPUOperator, c.NetworkOperator)
+	}
+}
