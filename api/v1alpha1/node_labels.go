@@ -56,9 +56,15 @@ const (
 )
 
 // The labels GPU Feature Discovery puts on a node and gpufleet reads: the
-// driver the node runs. A precompiled driver is judged by its branch
+// GPU it carries and the driver it runs. A precompiled driver is judged by its branch
 // (LabelGFDDriverMajor), a driver built for the node by the full version.
 const (
+	// LabelGFDProduct is the node's GPU product, e.g.
+	// "NVIDIA-H100-80GB-HBM3": a pool's nodes are the nodes carrying its
+	// product (and, where pools share one, LabelPool). It exists only once
+	// the driver is loaded, and GFD suffixes it under the MIG single
+	// strategy ("-MIG-…") and under time-slicing ("-SHARED").
+	LabelGFDProduct = "nvidia.com/gpu.product"
 	// LabelGFDDriverFull is the whole driver version, e.g. "580.95.05".
 	LabelGFDDriverFull = "nvidia.com/cuda.driver-version.full"
 	// LabelGFDDriverMajor is its branch, e.g. "580".

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -59,21 +57,6 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// The kinds the gate's Observe reads, each one informer per cluster.
-var (
-	gvkKustomization = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
-	gvkHelmRelease   = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
-	gvkDeployment    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	gvkClusterPolicy = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicy"}
-	gvkNVIDIADriver  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
-)
-
-func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u
-}
-
 // slimNode keeps of a Node what the gate and the page read (its name,
 // labels and annotations, cordon and taints, conditions) and drops the
 // rest of its status: images, capacity, addresses, node info. At 100 nodes
@@ -122,8 +105,8 @@ func newCache(cfg *rest.Config, onWatchError func(error), now func() time.Time) 
 		// would only log them, once per retry, for every unreachable cluster.
 		DefaultWatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) { onWatchError(err) },
 		ByObject: map[client.Object]cache.ByObject{
-			unstructuredOf(gvkDeployment): {Namespaces: operators},
-			&corev1.Node{}:                {UnsafeDisableDeepCopy: &noCopy, Transform: slimNode},
+			gate.KindDeployment.Object(): {Namespaces: operators},
+			gate.KindNode.Object():       {UnsafeDisableDeepCopy: &noCopy, Transform: slimNode},
 		},
 	})
 }

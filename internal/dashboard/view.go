@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -54,23 +53,20 @@ func (v *ClusterView) Converged() bool { return v.Reachable && v.Verdict == gate
 
 // FluxChecks are the gate's checks of Flux objects (Kustomizations,
 // HelmReleases): their readiness at the expected revision.
-func (v *ClusterView) FluxChecks() []gate.Check { return v.checksWith("flux/") }
-
-// OtherChecks are the rest of the gate's checks.
-func (v *ClusterView) OtherChecks() []gate.Check {
-	var out []gate.Check
-	for _, c := range v.Checks {
-		if !strings.HasPrefix(c.Name, "flux/") {
-			out = append(out, c)
-		}
-	}
-	return out
+func (v *ClusterView) FluxChecks() []gate.Check {
+	return v.checksWhere(func(k gate.CheckKind) bool { return k.Flux() })
 }
 
-func (v *ClusterView) checksWith(prefix string) []gate.Check {
+// OtherChecks are the rest of the gate's checks: every kind the page has
+// no place of its own for shows here, so a new kind is never left out.
+func (v *ClusterView) OtherChecks() []gate.Check {
+	return v.checksWhere(func(k gate.CheckKind) bool { return !k.Flux() })
+}
+
+func (v *ClusterView) checksWhere(in func(gate.CheckKind) bool) []gate.Check {
 	var out []gate.Check
 	for _, c := range v.Checks {
-		if strings.HasPrefix(c.Name, prefix) {
+		if in(c.Name.Kind) {
 			out = append(out, c)
 		}
 	}
@@ -185,7 +181,7 @@ func rolloutView(e gate.Expected, o gate.Observed, hist map[string][]Segment, no
 		}
 		rv.Nodes = append(rv.Nodes, NodeView{
 			Name: n.Name, Phase: phase, Since: st.Since, Failed: st.Failed, AdminCordoned: st.AdminCordoned,
-			Ready: nodeReady(n), Driver: n.Labels[v1alpha1.LabelGFDDriverFull], History: slices.Clone(h),
+			Ready: gate.NodeReady(n), Driver: n.Labels[v1alpha1.LabelGFDDriverFull], History: slices.Clone(h),
 		})
 	}
 	for name := range hist {
@@ -203,15 +199,6 @@ func gateSummary(cs promote.ClusterStatus, checks []gate.Check) string {
 	st := &promote.Status{Clusters: []promote.ClusterStatus{cs}}
 	st.AddGate(&gate.Report{Checks: checks})
 	return st.Clusters[0].Gate
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func cmpOr(a, b string) string {

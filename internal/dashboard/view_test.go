@@ -110,7 +110,7 @@ func TestUnreachableNeverHealthy(t *testing.T) {
 	}
 	v := &ClusterView{Name: "lost", Context: "lost", Release: "r1", State: "stable", Error: "dial tcp 127.0.0.1:1: connect: connection refused", Verdict: gate.Unknown,
 		// What the cluster showed before it went away must not show.
-		Checks: []gate.Check{{Name: "flux/Kustomization/operators", Status: gate.Pass}}}
+		Checks: []gate.Check{{Name: gate.KustomizationCheck("operators"), Status: gate.Pass}}}
 	var buf bytes.Buffer
 	if err := p.cluster(&buf, v); err != nil {
 		t.Fatal(err)
@@ -132,6 +132,24 @@ func TestIsLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "localhost:1": true, "[::1]:8080": true, ":8080": false, "0.0.0.0:8080": false, "10.0.0.1:80": false, "nonsense": false} {
 		if got := IsLoopback(addr); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// Every kind of the gate's checks shows on the page, in exactly one of its
+// two lists: a new kind is never left out.
+func TestEveryCheckKindShows(t *testing.T) {
+	var checks []gate.Check
+	for _, k := range gate.CheckKinds() {
+		checks = append(checks, gate.Check{Name: gate.CheckID{Kind: k, Object: "x"}, Status: gate.Fail})
+	}
+	v := &ClusterView{Checks: checks}
+	if got := len(v.FluxChecks()) + len(v.OtherChecks()); got != len(checks) {
+		t.Errorf("%d checks shown of %d", got, len(checks))
+	}
+	for _, c := range v.FluxChecks() {
+		if c.Name.Kind != gate.CheckKustomization && c.Name.Kind != gate.CheckHelmRelease {
+			t.Errorf("%s shown with Flux's objects", c.Name)
 		}
 	}
 }

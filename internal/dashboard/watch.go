@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 )
@@ -268,7 +267,7 @@ func (w *clusterWatch) rebuild(ctx context.Context, c cache.Cache) time.Time {
 		w.publish(w.downView(err))
 		return w.d.o.Now().Add(w.d.o.ProbeInterval)
 	}
-	w.ensureHandlers(ctx, c, f)
+	w.ensureHandlers(ctx, c, e)
 	now := w.d.o.Now()
 	w.mu.Lock()
 	w.lastReach = now
@@ -374,7 +373,7 @@ func (w *clusterWatch) explain(ctx context.Context, f *fleet.Fleet, v *ClusterVi
 func checksKey(cs []gate.Check) string {
 	var b strings.Builder
 	for _, c := range cs {
-		b.WriteString(c.Name)
+		b.WriteString(c.Name.String())
 		b.WriteByte('=')
 		b.WriteString(string(c.Status))
 		b.WriteByte(':')
@@ -384,22 +383,12 @@ func checksKey(cs []gate.Check) string {
 	return b.String()
 }
 
-// ensureHandlers subscribes the rebuild loop to the informers the gate's
-// read started, once each; a kind the cluster lacks (no GPU Operator CRDs
-// yet) is tried again on the next rebuild.
-func (w *clusterWatch) ensureHandlers(ctx context.Context, c cache.Cache, f *fleet.Fleet) {
-	kinds := map[string]client.Object{
-		"Node":          &corev1.Node{},
-		"DriverRollout": &v1alpha1.DriverRollout{},
-		"Kustomization": unstructuredOf(gvkKustomization),
-		"Deployment":    unstructuredOf(gvkDeployment),
-		"ClusterPolicy": unstructuredOf(gvkClusterPolicy),
-		"NVIDIADriver":  unstructuredOf(gvkNVIDIADriver),
-	}
-	if f.Charts.Mode != fleet.ModeManifests {
-		kinds["HelmRelease"] = unstructuredOf(gvkHelmRelease)
-	}
-	for kind, obj := range kinds {
+// ensureHandlers subscribes the rebuild loop to the informers of the kinds
+// the gate reads for e (gate.Reads), once each; a kind the cluster lacks
+// (no GPU Operator CRDs yet) is tried again on the next rebuild.
+func (w *clusterWatch) ensureHandlers(ctx context.Context, c cache.Cache, e gate.Expected) {
+	for _, k := range gate.Reads(e) {
+		kind, obj := k.GVK.Kind, k.Object()
 		if w.handlers[kind] {
 			continue
 		}

@@ -1,5 +1,7 @@
 package explain
 
+import "github.com/gpufleet/gpufleet/internal/gate"
+
 // APIVersion and Kind name the JSON form of an Answer, so a program that
 // stores or forwards one can tell what it holds.
 const (
@@ -58,6 +60,9 @@ const (
 	StepRollout       Step = "driverRollout"
 	StepApproval      Step = "approval"
 	StepNode          Step = "node"
+	// StepCheck is a check of the gate that no other link answers for
+	// (see walker.uncovered): explain fails closed on it.
+	StepCheck Step = "gateCheck"
 )
 
 // Answer is what explain found on one cluster.
@@ -101,6 +106,12 @@ type Link struct {
 	Message string `json:"message,omitempty"`
 	// Next is the command that would fix or inspect it.
 	Next string `json:"next,omitempty"`
+	// Checks are the gate's checks this link answers for: the check of
+	// its object, or for a node the checks of its pool it makes fail. A
+	// check the gate fails is named by a link that is not ok (but the
+	// DriverRollout of an aborted rollout, judged by its nodes as promote
+	// does).
+	Checks []gate.CheckID `json:"checks,omitempty"`
 }
 
 // Object names a Kubernetes object.

@@ -13,8 +13,13 @@
 // It reads what package gate reads, with gate's code (gate.ClientFor,
 // gate.Expect, gate.Observe, gate.Evaluate), and a few objects more; a
 // link gate passes is a link explain calls ok, so the two never disagree
-// on whether a cluster converged. Like gate it is read-only and fails
-// closed: a cluster it cannot read is an error, never an answer.
+// on whether a cluster converged. Each link names the gate's checks it
+// answers for (Link.Checks, by gate.CheckID); a check the gate fails is
+// named by a link that is not ok, which TestEveryFailedCheckHasALink
+// asserts over random cluster states, and a check no link answers for gets
+// one of its own (StepCheck) rather than a "converged". Like gate it is
+// read-only and fails closed: a cluster it cannot read is an error, never
+// an answer.
 //
 // Reading (observe.go) is apart from judging (walk.go, pure); Answer is
 // self-describing and JSON-tagged so other programs can show it, and the

@@ -9,14 +9,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/lint"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
 
-const (
-	apiSource        = "source.toolkit.fluxcd.io/v1"
-	apiKustomization = "kustomize.toolkit.fluxcd.io/v1"
-	apiHelmRelease   = "helm.toolkit.fluxcd.io/v2"
+var (
+	apiSource        = gvkGitRepository.GroupVersion().String()
+	apiKustomization = gate.KindKustomization.GVK.GroupVersion().String()
+	apiHelmRelease   = gate.KindHelmRelease.GVK.GroupVersion().String()
 )
 
 // sourceRefs are the sources the cluster's Kustomizations name, in chain
@@ -94,13 +95,15 @@ func (w *walker) sourceBroken() bool {
 // kustomizations judges each Kustomization of the cluster in chain order.
 func (w *walker) kustomizations() {
 	for _, name := range w.e.Kustomizations {
-		w.add(w.kustomization(name))
+		l := w.kustomization(name)
+		l.Checks = []gate.CheckID{gate.KustomizationCheck(name)}
+		w.add(l)
 	}
 }
 
 func (w *walker) kustomization(name string) Link {
 	l := Link{Step: StepKustomization, Object: objectOf(apiKustomization, "Kustomization", fluxNamespace, name), Expected: "Ready at " + or(short(w.e.Revision), "the source's revision")}
-	check, ok := w.passed("flux/Kustomization/" + name)
+	check, ok := w.passed(gate.KustomizationCheck(name))
 	l.Observed = check.Observed
 	if ok {
 		l.State = OK
@@ -172,7 +175,7 @@ func (w *walker) dependencies(name string, k *unstructured.Unstructured) (Link, 
 	for _, d := range dependsOn(k) {
 		l := Link{Step: StepDependsOn, Object: objectOf(apiKustomization, "Kustomization", d.Namespace, d.Name), State: BrokenState, Expected: "Ready (" + name + " depends on it)"}
 		if d.Namespace == fluxNamespace && slices.Contains(w.e.Kustomizations, d.Name) {
-			if _, ok := w.passed("flux/Kustomization/" + d.Name); !ok {
+			if _, ok := w.passed(gate.KustomizationCheck(d.Name)); !ok {
 				l.Message = fmt.Sprintf("%s waits for %s (dependsOn), which has not converged", name, d.Name)
 				l.Next = "flux get kustomization " + d.Name
 				if slices.Index(w.e.Kustomizations, d.Name) < slices.Index(w.e.Kustomizations, name) {
@@ -291,8 +294,9 @@ func inspectWaitedFor(msg, kustomization string) string {
 func (w *walker) operators() {
 	for _, key := range sortedKeys(w.e.HelmReleases) {
 		ns, name, _ := strings.Cut(key, "/")
-		l := Link{Step: StepHelmRelease, Object: objectOf(apiHelmRelease, "HelmRelease", ns, name), Expected: "Ready at chart " + w.e.HelmReleases[key]}
-		check, ok := w.passed("flux/HelmRelease/" + key)
+		id := gate.HelmReleaseCheck(key)
+		l := Link{Step: StepHelmRelease, Object: objectOf(apiHelmRelease, "HelmRelease", ns, name), Expected: "Ready at chart " + w.e.HelmReleases[key], Checks: []gate.CheckID{id}}
+		check, ok := w.passed(id)
 		l.Observed = check.Observed
 		u := w.o.HelmReleases[key]
 		switch {
@@ -315,8 +319,9 @@ func (w *walker) operators() {
 	}
 	for _, key := range sortedKeys(w.e.OperatorDeployments) {
 		ns, name, _ := strings.Cut(key, "/")
-		l := Link{Step: StepOperator, Object: objectOf("apps/v1", "Deployment", ns, name), Expected: "Available, chart " + w.e.OperatorDeployments[key]}
-		check, ok := w.passed("operators/Deployment/" + key)
+		id := gate.OperatorDeploymentCheck(key)
+		l := Link{Step: StepOperator, Object: objectOf("apps/v1", "Deployment", ns, name), Expected: "Available, chart " + w.e.OperatorDeployments[key], Checks: []gate.CheckID{id}}
+		check, ok := w.passed(id)
 		l.Observed = check.Observed
 		if ok {
 			l.State = OK

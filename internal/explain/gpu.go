@@ -7,15 +7,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpufleet/gpufleet/internal/gate"
 )
 
 // gpuOperator judges the ClusterPolicy and the release's NVIDIADrivers.
 func (w *walker) gpuOperator() {
-	l := Link{Step: StepClusterPolicy, Object: objectOf("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy"), Expected: "ready"}
+	l := Link{Step: StepClusterPolicy, Object: objectOfKind(gate.KindClusterPolicy, "", "cluster-policy"), Expected: "ready", Checks: []gate.CheckID{gate.ClusterPolicyCheck()}}
 	if u := w.o.ClusterPolicy; u != nil {
 		l.Object.Name = u.GetName()
 	}
-	check, ok := w.passed("gpu-operator/ClusterPolicy")
+	check, ok := w.passed(gate.ClusterPolicyCheck())
 	l.Observed = check.Observed
 	switch {
 	case ok:
@@ -29,8 +31,9 @@ func (w *walker) gpuOperator() {
 	}
 	w.add(l)
 	for _, name := range w.e.NVIDIADrivers {
-		l := Link{Step: StepNVIDIADriver, Object: objectOf("nvidia.com/v1alpha1", "NVIDIADriver", "", name), Expected: "ready"}
-		check, ok := w.passed("gpu-operator/NVIDIADriver/" + name)
+		id := gate.NVIDIADriverCheck(name)
+		l := Link{Step: StepNVIDIADriver, Object: objectOfKind(gate.KindNVIDIADriver, "", name), Expected: "ready", Checks: []gate.CheckID{id}}
+		check, ok := w.passed(id)
 		l.Observed = check.Observed
 		u := w.o.NVIDIADrivers[name]
 		switch {

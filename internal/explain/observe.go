@@ -35,9 +35,10 @@ type Observed struct {
 	DriverPods       []corev1.Pod
 }
 
+// gvkGitRepository is the one custom kind explain reads that the gate
+// does not judge (the Kustomizations' source); every other is the gate's
+// (gate.ReadKinds).
 var gvkGitRepository = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
-
-var gvkKustomization = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
 
 // driverPodComponent is the label value the GPU Operator gives its driver
 // pods (app.kubernetes.io/component), the one the lifecycle controller
@@ -83,7 +84,7 @@ func observe(ctx context.Context, c client.Reader, e gate.Expected) (Observed, e
 			}
 			key := d.Namespace + "/" + d.Name
 			if _, done := o.Dependencies[key]; !done {
-				if o.Dependencies[key], err = get(gvkKustomization, d.Namespace, d.Name); err != nil {
+				if o.Dependencies[key], err = get(gate.KindKustomization.GVK, d.Namespace, d.Name); err != nil {
 					return o, err
 				}
 			}
@@ -130,7 +131,7 @@ func observe(ctx context.Context, c client.Reader, e gate.Expected) (Observed, e
 	return o, nil
 }
 
-const fluxNamespace = "flux-system"
+const fluxNamespace = gate.FluxNamespace
 
 type ref struct{ Kind, Namespace, Name string }
 

@@ -16,10 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/promote"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
-
-const apiRollout = "gpufleet.io/v1alpha1"
 
 // controllerLogs is the command that shows what the lifecycle controller
 // does, as config/ installs it.
@@ -29,8 +26,9 @@ const controllerLogs = "kubectl -n gpufleet-system logs deployment/gpufleet-cont
 // release's driver, observed, and neither stopped nor waiting for someone.
 func (w *walker) rollout() {
 	dr := w.o.Rollout
-	l := Link{Step: StepRollout, Object: objectOf(apiRollout, "DriverRollout", "", w.e.Rollout), Expected: "Completed, driver " + w.a.Driver}
-	check, ok := w.passed(gate.CheckLifecycle + w.e.Rollout)
+	id := gate.RolloutCheck(w.e.Rollout)
+	l := Link{Step: StepRollout, Object: objectOfKind(gate.KindDriverRollout, "", w.e.Rollout), Expected: "Completed, driver " + w.a.Driver}
+	check, ok := w.passed(id)
 	l.Observed = check.Observed
 	describe := "kubectl describe driverrollout " + w.e.Rollout
 	reconcile := "flux reconcile kustomization lifecycle --with-source"
@@ -91,10 +89,13 @@ func (w *walker) rollout() {
 		l.State, l.Message, l.Next = InProgress, "some nodes belong to another rollout, and wait for it: "+l.Condition.Message, "kubectl get driverrollouts"
 	default:
 		l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the rollout is %s: %d of %d nodes done", or(string(dr.Status.Phase), "starting"), dr.Status.Nodes.Done, dr.Status.Total), "kubectl get driverrollout "+w.e.Rollout+" -w"
-		if check.Message != "the rollout has not completed" {
+		if gate.BudgetExceeded(dr) {
 			l.State, l.Message, l.Next = BrokenState, check.Message, describe
 		}
 	}
+	// The approval link (an approval is what the rollout waits for)
+	// answers for the rollout's check as well.
+	l.Checks = []gate.CheckID{id}
 	w.add(l)
 }
 
@@ -128,15 +129,18 @@ func (w *walker) approval(l Link, dr *v1alpha1.DriverRollout, c *Condition) Link
 
 // nodes judges each GPU node of the rollout: a node that is not Ready,
 // reports a GPU error, failed, or is held by someone else's cordon is
-// broken; one in flight or waiting its turn is on its way.
+// broken; one in flight or waiting its turn is on its way. Each node's link
+// answers for the checks of its pool the node makes fail; a check over the
+// nodes that no node's link answers for (a pool with no node at all, too
+// many quarantined, a node the rollout does not select) gets a link of its
+// own.
 func (w *walker) nodes() {
-	nodes := w.rolloutNodes()
-	broken := false
-	for _, n := range nodes {
+	covered := map[gate.CheckID]bool{}
+	for _, n := range w.rolloutNodes() {
 		st := nodeStateOf(n)
 		info := Node{
 			Name: n.Name, Phase: string(phaseOr(st.Phase)), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
-			Ready: nodeReady(n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
+			Ready: gate.NodeReady(&n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
 		}
 		info.OnTarget = planner.DriverMatches(info.Driver, w.a.Driver)
 		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !planner.HoldsCordon(phaseOr(st.Phase)))
@@ -148,19 +152,48 @@ func (w *walker) nodes() {
 		if ok {
 			continue
 		}
-		broken = broken || l.State == BrokenState
+		l.Checks = w.nodeFails(n)
+		for _, id := range l.Checks {
+			covered[id] = true
+		}
 		w.add(l)
 	}
-	if broken {
-		return
-	}
-	// What the gate finds wrong with the nodes that no node above explains
-	// (a pool with no node at all, too many quarantined).
 	for _, c := range w.list {
-		if strings.HasPrefix(c.Name, "nodes/") && c.Status != gate.Pass && (len(nodes) == 0 || c.Name == "nodes/quarantined") {
-			w.add(Link{Step: StepNode, Object: objectOf("v1", "Node", "", c.Name), State: BrokenState, Expected: c.Expected, Observed: c.Observed, Message: c.Message, Next: "kubectl get nodes -L " + render.LabelGPUProduct + "," + v1alpha1.LabelGFDDriverFull})
+		if !nodeCheck(c.Name.Kind) || c.Status == gate.Pass || covered[c.Name] {
+			continue
+		}
+		w.add(Link{Step: StepNode, Object: objectOfKind(gate.KindNode, "", c.Name.String()), State: BrokenState, Expected: c.Expected, Observed: c.Observed, Message: c.Message,
+			Next: "kubectl get nodes -L " + v1alpha1.LabelGFDProduct + "," + v1alpha1.LabelGFDDriverFull, Checks: []gate.CheckID{c.Name}})
+	}
+}
+
+// nodeCheck says a check of kind k is judged over the nodes, and answered
+// for by nodes' links.
+func nodeCheck(k gate.CheckKind) bool {
+	switch k {
+	case gate.CheckPoolDriver, gate.CheckPoolDriverLabel, gate.CheckPoolReady, gate.CheckPoolGPUErrors, gate.CheckQuarantined:
+		return true
+	}
+	return false
+}
+
+// nodeFails are the checks over the nodes that the gate fails and node n
+// makes fail, by the gate's own rules.
+func (w *walker) nodeFails(n corev1.Node) []gate.CheckID {
+	var out []gate.CheckID
+	add := func(id gate.CheckID, fails bool) {
+		if fails && w.failed(id) {
+			out = append(out, id)
 		}
 	}
+	if p := w.e.PoolOf(n); p != nil && w.e.Release != nil {
+		add(gate.PoolDriverCheck(p.Name), !planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], w.e.Release.Driver))
+		add(gate.PoolDriverLabelCheck(p.Name), gate.DriverUnlabelled(w.e, n))
+		add(gate.PoolReadyCheck(p.Name), !gate.NodeReady(&n))
+		add(gate.PoolGPUErrorsCheck(p.Name), len(gate.GPUErrors(w.e, n)) > 0)
+	}
+	add(gate.QuarantinedCheck(), n.Labels[v1alpha1.LabelQuarantined] == "true")
+	return out
 }
 
 // node judges one node; ok when nothing is to be said about it.
@@ -192,8 +225,8 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 	case gate.DriverUnlabelled(w.e, n):
 		// The gate's driver-label check, said for this node.
 		l.State = BrokenState
-		l.Next = fmt.Sprintf("kubectl label node %s %s=%s --overwrite", n.Name, render.LabelDriver, w.a.Driver)
-		l.Message = fmt.Sprintf("the node runs %s but its %s label is %s, so no NVIDIADriver of the release selects it and the operator may take its driver away (a node that joined unlabelled, or from a time on the gpu-operator actuator)", w.a.Driver, render.LabelDriver, or(n.Labels[render.LabelDriver], "missing"))
+		l.Next = fmt.Sprintf("kubectl label node %s %s=%s --overwrite", n.Name, v1alpha1.LabelDriver, w.a.Driver)
+		l.Message = fmt.Sprintf("the node runs %s but its %s label is %s, so no NVIDIADriver of the release selects it and the operator may take its driver away (a node that joined unlabelled, or from a time on the gpu-operator actuator)", w.a.Driver, v1alpha1.LabelDriver, or(n.Labels[v1alpha1.LabelDriver], "missing"))
 		return l, false
 	case info.OnTarget:
 		return l, true
@@ -232,7 +265,7 @@ func (w *walker) rolloutNodes() []corev1.Node {
 	for _, n := range w.o.Nodes {
 		switch {
 		case sel != nil && sel.Matches(labels.Set(n.Labels)):
-		case sel == nil && w.inPool(n):
+		case sel == nil && w.e.PoolOf(n) != nil:
 		default:
 			continue
 		}
@@ -240,15 +273,6 @@ func (w *walker) rolloutNodes() []corev1.Node {
 	}
 	slices.SortFunc(out, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func (w *walker) inPool(n corev1.Node) bool {
-	for _, p := range w.e.Pools {
-		if n.Labels[render.LabelGPUProduct] == p.Product && (!w.e.SharedProduct[p.Name] || n.Labels[render.LabelPool] == p.Name) {
-			return true
-		}
-	}
-	return false
 }
 
 func nodeStateOf(n corev1.Node) v1alpha1.NodeState {
@@ -269,11 +293,6 @@ func inFlight(p v1alpha1.NodePhase) bool {
 		return true
 	}
 	return false
-}
-
-func nodeReady(n corev1.Node) bool {
-	c := nodeCondition(n, corev1.NodeReady)
-	return c != nil && c.Status == string(corev1.ConditionTrue)
 }
 
 func nodeCondition(n corev1.Node, t corev1.NodeConditionType) *Condition {

@@ -14,7 +14,7 @@ import (
 // by link, and names the link that decides. It is pure: the answer comes
 // from its arguments. A link the gate passes (gate.Evaluate) is ok here.
 func Walk(f *fleet.Fleet, e gate.Expected, o Observed) *Answer {
-	w := &walker{f: f, e: e, o: o, checks: map[string]gate.Check{}}
+	w := &walker{f: f, e: e, o: o, checks: map[gate.CheckID]gate.Check{}}
 	w.list = gate.Evaluate(e, o.Observed)
 	for _, c := range w.list {
 		w.checks[c.Name] = c
@@ -31,6 +31,7 @@ func Walk(f *fleet.Fleet, e gate.Expected, o Observed) *Answer {
 	w.driverPods()
 	w.rollout()
 	w.nodes()
+	w.uncovered()
 	a.decide()
 	return a
 }
@@ -39,7 +40,7 @@ type walker struct {
 	f      *fleet.Fleet
 	e      gate.Expected
 	o      Observed
-	checks map[string]gate.Check
+	checks map[gate.CheckID]gate.Check
 	list   []gate.Check
 	a      *Answer
 }
@@ -67,10 +68,39 @@ func (w *walker) blockedBy(l *Link, step string) {
 	}
 }
 
-// passed says whether the gate passed its check of that name.
-func (w *walker) passed(name string) (gate.Check, bool) {
-	c, ok := w.checks[name]
+// passed says whether the gate passed check id.
+func (w *walker) passed(id gate.CheckID) (gate.Check, bool) {
+	c, ok := w.checks[id]
 	return c, ok && c.Status == gate.Pass
+}
+
+// failed says the gate made check id and did not pass it.
+func (w *walker) failed(id gate.CheckID) bool {
+	c, ok := w.checks[id]
+	return ok && c.Status != gate.Pass
+}
+
+// uncovered adds a link for each check the gate did not pass that no link
+// of the chain answers for: explain then never calls converged a cluster
+// the gate fails. It is a safety net, not an answer: every kind of check
+// has a link of its own (TestEveryFailedCheckHasALink names a kind that
+// only this catches).
+func (w *walker) uncovered() {
+	covered := map[gate.CheckID]bool{}
+	for _, l := range w.a.Chain {
+		for _, id := range l.Checks {
+			covered[id] = true
+		}
+	}
+	for _, c := range w.list {
+		if c.Status == gate.Pass || covered[c.Name] {
+			continue
+		}
+		w.add(Link{Step: StepCheck, Object: objectOf(APIVersion, "GateCheck", "", c.Name.String()), State: BrokenState,
+			Expected: c.Expected, Observed: c.Observed, Checks: []gate.CheckID{c.Name},
+			Message: "the gate fails " + c.Name.String() + ": " + or(c.Message, c.Observed),
+			Next:    "gpufleet gate --cluster " + w.e.Cluster})
+	}
 }
 
 // decide sets the verdict, the deciding link and the summary.
@@ -153,6 +183,11 @@ func inProgress(u *unstructured.Unstructured) bool {
 
 func objectOf(apiVersion, kind, ns, name string) Object {
 	return Object{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
+}
+
+// objectOfKind names an object of a kind the gate reads.
+func objectOfKind(k gate.ReadKind, ns, name string) Object {
+	return objectOf(k.GVK.GroupVersion().String(), k.GVK.Kind, ns, name)
 }
 
 // short is a revision cut to its commit's first 12 hex digits.

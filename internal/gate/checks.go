@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // Observed is what the gate read from one cluster. A nil entry of a map
@@ -26,49 +26,41 @@ type Observed struct {
 	Rollout        *v1alpha1.DriverRollout
 }
 
-// Labels the gate reads on nodes.
-const (
-	labelDriverFull = v1alpha1.LabelGFDDriverFull
-	// LabelQuarantined marks a node the lifecycle controller took out of
-	// service after a failed rollback.
-	LabelQuarantined = v1alpha1.LabelQuarantined
-)
-
 // Evaluate judges what was observed on a cluster against what is expected.
 // It is pure: every verdict comes from its arguments.
 func Evaluate(e Expected, o Observed) []Check {
 	var checks []Check
-	add := func(name string, ok bool, expected, observed, msg string) {
+	add := func(id CheckID, ok bool, expected, observed, msg string) {
 		st := Pass
 		if !ok {
 			st = Fail
 		}
-		checks = append(checks, Check{Cluster: e.Cluster, Name: name, Status: st, Expected: expected, Observed: observed, Message: msg})
+		checks = append(checks, Check{Cluster: e.Cluster, Name: id, Status: st, Expected: expected, Observed: observed, Message: msg})
 	}
 	for _, name := range e.Kustomizations {
 		ok, observed, msg := kustomizationReady(o.Kustomizations[name], e.Revision)
-		add("flux/Kustomization/"+name, ok, "Ready at "+shortRev(e.Revision), observed, msg)
+		add(KustomizationCheck(name), ok, "Ready at "+shortRev(e.Revision), observed, msg)
 	}
 	for _, key := range sortedKeys(e.HelmReleases) {
 		want := e.HelmReleases[key]
 		ok, observed, msg := helmReleaseReady(o.HelmReleases[key], want)
-		add("flux/HelmRelease/"+key, ok, "Ready at chart "+want, observed, msg)
+		add(HelmReleaseCheck(key), ok, "Ready at chart "+want, observed, msg)
 	}
 	for _, key := range sortedKeys(e.OperatorDeployments) {
 		want := e.OperatorDeployments[key]
 		_, name, _ := cutKey(key)
 		ok, observed, msg := operatorDeploymentReady(o.Deployments[key], name, want)
-		add("operators/Deployment/"+key, ok, "Available, chart "+want, observed, msg)
+		add(OperatorDeploymentCheck(key), ok, "Available, chart "+want, observed, msg)
 	}
 	ok, observed, msg := stateReady(o.ClusterPolicy, "ClusterPolicy")
-	add("gpu-operator/ClusterPolicy", ok, "ready", observed, msg)
+	add(ClusterPolicyCheck(), ok, "ready", observed, msg)
 	for _, name := range e.NVIDIADrivers {
 		ok, observed, msg := stateReady(o.NVIDIADrivers[name], "NVIDIADriver "+name)
-		add("gpu-operator/NVIDIADriver/"+name, ok, "ready", observed, msg)
+		add(NVIDIADriverCheck(name), ok, "ready", observed, msg)
 	}
 	checks = append(checks, nodeChecks(e, o.Nodes)...)
 	ok, observed, msg = rolloutComplete(o.Rollout, e)
-	add(CheckLifecycle+e.Rollout, ok, "Completed, budget held", observed, msg)
+	add(RolloutCheck(e.Rollout), ok, "Completed, budget held", observed, msg)
 	return checks
 }
 
@@ -167,65 +159,86 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 	for _, pool := range e.Pools {
 		var members []corev1.Node
 		for _, n := range nodes {
-			if n.Labels[render.LabelGPUProduct] != pool.Product {
-				continue
+			if e.InPool(n, pool) {
+				members = append(members, n)
 			}
-			if e.SharedProduct[pool.Name] && n.Labels[render.LabelPool] != pool.Name {
-				continue
-			}
-			members = append(members, n)
 		}
 		var wrongDriver, unselected, notReady, signals []string
 		for _, n := range members {
-			if n.Labels[LabelQuarantined] == "true" {
+			if n.Labels[v1alpha1.LabelQuarantined] == "true" {
 				quarantined++
 			}
-			if v := n.Labels[labelDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
+			if v := n.Labels[v1alpha1.LabelGFDDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
 				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
 			} else if DriverUnlabelled(e, n) {
-				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(n.Labels[render.LabelDriver], "none")))
+				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(n.Labels[v1alpha1.LabelDriver], "none")))
 			}
-			if !nodeReady(n) {
+			if !NodeReady(&n) {
 				notReady = append(notReady, n.Name)
 			}
-			for _, c := range n.Status.Conditions {
-				if c.Status == corev1.ConditionTrue && slices.Contains(e.SignalConditions, string(c.Type)) {
-					signals = append(signals, fmt.Sprintf("%s: %s", n.Name, c.Type))
-				}
-			}
+			signals = append(signals, GPUErrors(e, n)...)
 		}
-		name := "nodes/" + pool.Name
-		c := Check{Cluster: e.Cluster, Name: name + "/driver", Status: Pass, Expected: fmt.Sprintf("%d nodes on driver %s", pool.Nodes, e.Release.Driver), Observed: fmt.Sprintf("%d of %d on %s", len(members)-len(wrongDriver), len(members), e.Release.Driver)}
+		c := Check{Cluster: e.Cluster, Name: PoolDriverCheck(pool.Name), Status: Pass, Expected: fmt.Sprintf("%d nodes on driver %s", pool.Nodes, e.Release.Driver), Observed: fmt.Sprintf("%d of %d on %s", len(members)-len(wrongDriver), len(members), e.Release.Driver)}
 		switch {
 		case len(members) == 0:
-			c.Status, c.Message = Fail, "no node of the pool found (label "+render.LabelGPUProduct+"="+pool.Product+")"
+			c.Status, c.Message = Fail, "no node of the pool found (label "+v1alpha1.LabelGFDProduct+"="+pool.Product+")"
 		case len(wrongDriver) > 0:
 			c.Status, c.Message = Fail, "on another driver: "+strings.Join(wrongDriver, ", ")
 		}
 		checks = append(checks, c)
 		if e.DriverLabel {
-			sel := Check{Cluster: e.Cluster, Name: name + "/driver-label", Status: Pass, Expected: fmt.Sprintf("%s=%s on every node of the pool", render.LabelDriver, e.Release.Driver), Observed: fmt.Sprintf("%d of %d", len(members)-len(unselected), len(members))}
+			sel := Check{Cluster: e.Cluster, Name: PoolDriverLabelCheck(pool.Name), Status: Pass, Expected: fmt.Sprintf("%s=%s on every node of the pool", v1alpha1.LabelDriver, e.Release.Driver), Observed: fmt.Sprintf("%d of %d", len(members)-len(unselected), len(members))}
 			if len(unselected) > 0 {
-				sel.Status, sel.Message = Fail, fmt.Sprintf("running %s but selected by no NVIDIADriver of the release, so the operator may take the driver away: %s (label each with %s=%s)", e.Release.Driver, strings.Join(unselected, ", "), render.LabelDriver, e.Release.Driver)
+				sel.Status, sel.Message = Fail, fmt.Sprintf("running %s but selected by no NVIDIADriver of the release, so the operator may take the driver away: %s (label each with %s=%s)", e.Release.Driver, strings.Join(unselected, ", "), v1alpha1.LabelDriver, e.Release.Driver)
 			}
 			checks = append(checks, sel)
 		}
-		ready := Check{Cluster: e.Cluster, Name: name + "/ready", Status: Pass, Expected: "all Ready", Observed: fmt.Sprintf("%d of %d Ready", len(members)-len(notReady), len(members))}
+		ready := Check{Cluster: e.Cluster, Name: PoolReadyCheck(pool.Name), Status: Pass, Expected: "all Ready", Observed: fmt.Sprintf("%d of %d Ready", len(members)-len(notReady), len(members))}
 		if len(notReady) > 0 {
 			ready.Status, ready.Message = Fail, "not Ready: "+strings.Join(notReady, ", ")
 		}
 		checks = append(checks, ready)
-		sig := Check{Cluster: e.Cluster, Name: name + "/gpu-errors", Status: Pass, Expected: "no " + strings.Join(e.SignalConditions, "/"), Observed: fmt.Sprintf("%d active", len(signals))}
+		sig := Check{Cluster: e.Cluster, Name: PoolGPUErrorsCheck(pool.Name), Status: Pass, Expected: "no " + strings.Join(e.SignalConditions, "/"), Observed: fmt.Sprintf("%d active", len(signals))}
 		if len(signals) > 0 {
 			sig.Status, sig.Message = Fail, "active GPU error signals: "+strings.Join(signals, ", ")
 		}
 		checks = append(checks, sig)
 	}
-	q := Check{Cluster: e.Cluster, Name: "nodes/quarantined", Status: Pass, Expected: fmt.Sprintf("at most %d", e.MaxQuarantined), Observed: fmt.Sprint(quarantined)}
+	q := Check{Cluster: e.Cluster, Name: QuarantinedCheck(), Status: Pass, Expected: fmt.Sprintf("at most %d", e.MaxQuarantined), Observed: fmt.Sprint(quarantined)}
 	if quarantined > e.MaxQuarantined {
 		q.Status, q.Message = Fail, "more quarantined nodes than the failure budget allows"
 	}
 	return append(checks, q)
+}
+
+// InPool says node n is one of pool's: it carries the pool's GPU product
+// and, where pools share a product, the pool's label. The gate's node
+// checks and explain's nodes ask it alike.
+func (e Expected) InPool(n corev1.Node, pool *fleet.Pool) bool {
+	return n.Labels[v1alpha1.LabelGFDProduct] == pool.Product &&
+		(!e.SharedProduct[pool.Name] || n.Labels[v1alpha1.LabelPool] == pool.Name)
+}
+
+// PoolOf is the pool of e that node n is in; nil when none.
+func (e Expected) PoolOf(n corev1.Node) *fleet.Pool {
+	for _, p := range e.Pools {
+		if e.InPool(n, p) {
+			return p
+		}
+	}
+	return nil
+}
+
+// GPUErrors are the GPU error conditions (e.SignalConditions) True on n,
+// each "node: condition", as the gpu-errors check names them.
+func GPUErrors(e Expected, n corev1.Node) []string {
+	var out []string
+	for _, c := range n.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && slices.Contains(e.SignalConditions, string(c.Type)) {
+			out = append(out, fmt.Sprintf("%s: %s", n.Name, c.Type))
+		}
+	}
+	return out
 }
 
 // DriverUnlabelled reports whether n runs e's driver while no NVIDIADriver
@@ -237,12 +250,14 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 // The gate's driver-label check and explain's node link both ask this.
 func DriverUnlabelled(e Expected, n corev1.Node) bool {
 	return e.DriverLabel && e.Release != nil &&
-		planner.DriverMatches(n.Labels[labelDriverFull], e.Release.Driver) &&
-		n.Labels[render.LabelDriver] != e.Release.Driver &&
+		planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], e.Release.Driver) &&
+		n.Labels[v1alpha1.LabelDriver] != e.Release.Driver &&
 		!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase)
 }
 
-func nodeReady(n corev1.Node) bool {
+// NodeReady says the node's Ready condition is True: the one reading of
+// readiness the gate, explain and the dashboard share.
+func NodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
@@ -250,11 +265,6 @@ func nodeReady(n corev1.Node) bool {
 	}
 	return false
 }
-
-// CheckLifecycle starts the name of the check of a cluster's DriverRollout;
-// its Observed says the rollout's phase (e.g. CompletedWithFailures), nodes
-// done and budget used, which `gpufleet status --live` shows.
-const CheckLifecycle = "lifecycle/DriverRollout/"
 
 func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, string) {
 	if dr == nil {
@@ -276,7 +286,7 @@ func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, stri
 	if c := condition(dr, v1alpha1.ConditionStalled); c != nil && c.Status == "True" {
 		return false, observed, "Stalled: " + c.Message
 	}
-	if dr.Status.BudgetUsed > dr.Spec.FailureBudget {
+	if BudgetExceeded(dr) {
 		return false, observed, "the failure budget is exceeded"
 	}
 	if c := condition(dr, v1alpha1.ConditionCompleted); c == nil || c.Status != "True" || dr.Status.Phase != v1alpha1.PhaseCompleted {
@@ -318,4 +328,11 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// BudgetExceeded says more of the rollout's nodes failed than its failure
+// budget allows: the rollout check fails on it however far the rollout got
+// (explain tells it from a rollout merely under way by this).
+func BudgetExceeded(dr *v1alpha1.DriverRollout) bool {
+	return dr.Status.BudgetUsed > dr.Spec.FailureBudget
 }

@@ -42,7 +42,7 @@ func healthy(e Expected) Observed {
 		for i := 0; i < p.Nodes; i++ {
 			o.Nodes = append(o.Nodes, corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-" + string(rune('a'+i)), Labels: map[string]string{
-					"nvidia.com/gpu.product": p.Product, "gpufleet.io/pool": p.Name, labelDriverFull: e.Release.Driver,
+					"nvidia.com/gpu.product": p.Product, "gpufleet.io/pool": p.Name, v1alpha1.LabelGFDDriverFull: e.Release.Driver,
 					"gpufleet.io/driver": e.Release.Driver,
 				}},
 				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
@@ -92,7 +92,7 @@ func TestEvaluate(t *testing.T) {
 		{"ClusterPolicy not ready", func(_ Expected, o *Observed) {
 			o.ClusterPolicy.Object["status"] = map[string]any{"state": "notReady"}
 		}, "gpu-operator/ClusterPolicy", "not ready"},
-		{"node on the old driver", func(_ Expected, o *Observed) { o.Nodes[1].Labels[labelDriverFull] = "550.54.15" }, "nodes/h100/driver", "h100-b=550.54.15"},
+		{"node on the old driver", func(_ Expected, o *Observed) { o.Nodes[1].Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15" }, "nodes/h100/driver", "h100-b=550.54.15"},
 		{"node on the driver without its gpufleet.io/driver label", func(_ Expected, o *Observed) {
 			delete(o.Nodes[2].Labels, "gpufleet.io/driver")
 		}, "nodes/h100/driver-label", "selected by no NVIDIADriver of the release, so the operator may take the driver away: h100-c=none"},
@@ -104,14 +104,14 @@ func TestEvaluate(t *testing.T) {
 		}, "", ""},
 		// A node on another driver is told once, by the driver check, whatever its label.
 		{"node on the old driver and labelled for it", func(_ Expected, o *Observed) {
-			o.Nodes[1].Labels[labelDriverFull], o.Nodes[1].Labels["gpufleet.io/driver"] = "550.54.15", "550.54.15"
+			o.Nodes[1].Labels[v1alpha1.LabelGFDDriverFull], o.Nodes[1].Labels["gpufleet.io/driver"] = "550.54.15", "550.54.15"
 		}, "nodes/h100/driver", "h100-b=550.54.15"},
 		{"node with an XID", func(_ Expected, o *Observed) {
 			o.Nodes[2].Status.Conditions = append(o.Nodes[2].Status.Conditions, corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue})
 		}, "nodes/h100/gpu-errors", "h100-c: GpuXidError"},
 		{"node NotReady", func(_ Expected, o *Observed) { o.Nodes[0].Status.Conditions[0].Status = corev1.ConditionFalse }, "nodes/h100/ready", "not Ready: h100-a"},
 		{"too many quarantined nodes", func(_ Expected, o *Observed) {
-			o.Nodes[0].Labels[LabelQuarantined], o.Nodes[1].Labels[LabelQuarantined] = "true", "true"
+			o.Nodes[0].Labels[v1alpha1.LabelQuarantined], o.Nodes[1].Labels[v1alpha1.LabelQuarantined] = "true", "true"
 		}, "nodes/quarantined", "more quarantined nodes than the failure budget allows"},
 		{"DriverRollout Stalled", func(_ Expected, o *Observed) {
 			o.Rollout.Status.Conditions = append(o.Rollout.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Message: "canary h100-a failed its install"})
@@ -154,7 +154,7 @@ func TestEvaluate(t *testing.T) {
 				}
 				return
 			}
-			if len(failed) != 1 || failed[0].Name != tt.want || !strings.Contains(failed[0].Message, tt.msg) {
+			if len(failed) != 1 || failed[0].Name.String() != tt.want || !strings.Contains(failed[0].Message, tt.msg) {
 				t.Errorf("want exactly %s failing with %q, got %+v", tt.want, tt.msg, failed)
 			}
 		})
@@ -209,7 +209,7 @@ func TestDriverLabelOnlyOnGPUFleetActuator(t *testing.T) {
 		if c.Status != Pass {
 			t.Errorf("%s failed on the gpu-operator actuator: %s", c.Name, c.Message)
 		}
-		if strings.HasSuffix(c.Name, "/driver-label") {
+		if c.Name.Kind == CheckPoolDriverLabel {
 			t.Errorf("%s checked on the gpu-operator actuator", c.Name)
 		}
 	}

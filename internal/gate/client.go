@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -102,16 +101,10 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 // discovery.
 var knownKinds = sync.OnceValue(func() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
-	add := func(gvk schema.GroupVersionKind, resource string, scope meta.RESTScope) {
-		m.AddSpecific(gvk, gvk.GroupVersion().WithResource(resource), gvk.GroupVersion().WithResource(resource), scope)
+	for _, k := range ReadKinds() {
+		gvr := k.GVK.GroupVersion().WithResource(k.Resource)
+		m.AddSpecific(k.GVK, gvr, gvr, k.scope())
 	}
-	add(gvkKustomization, "kustomizations", meta.RESTScopeNamespace)
-	add(gvkHelmRelease, "helmreleases", meta.RESTScopeNamespace)
-	add(gvkDeployment, "deployments", meta.RESTScopeNamespace)
-	add(gvkClusterPolicy.GroupVersion().WithKind("ClusterPolicy"), "clusterpolicies", meta.RESTScopeRoot)
-	add(gvkNVIDIADriver, "nvidiadrivers", meta.RESTScopeRoot)
-	add(corev1.SchemeGroupVersion.WithKind("Node"), "nodes", meta.RESTScopeRoot)
-	add(v1alpha1.GroupVersion.WithKind(v1alpha1.KindDriverRollout), "driverrollouts", meta.RESTScopeRoot)
 	return m
 })
 

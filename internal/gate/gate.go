@@ -84,7 +84,7 @@ func Run(ctx context.Context, opts Options) *Report {
 // unknown is the one check of a cluster that could not be read.
 func unknown(opts Options, name, msg string) []Check {
 	cluster := opts.Fleet.Clusters[name]
-	return []Check{{Cluster: name, Name: "connect", Status: Unknown, Expected: "reachable through context " + cluster.Context, Observed: "not checked", Message: msg}}
+	return []Check{{Cluster: name, Name: ConnectCheck(), Status: Unknown, Expected: "reachable through context " + cluster.Context, Observed: "not checked", Message: msg}}
 }
 
 // checkCluster connects through the cluster's kubeconfig context and

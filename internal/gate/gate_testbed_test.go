@@ -166,12 +166,12 @@ func TestGateOnRealClusters(t *testing.T) {
 		{"too many quarantined nodes",
 			func(t *testing.T) {
 				for _, n := range []string{"h100-0", "h100-1"} {
-					setNode(n, func(n *corev1.Node) { n.Labels[gate.LabelQuarantined] = "true" })(t)
+					setNode(n, func(n *corev1.Node) { n.Labels[v1alpha1.LabelQuarantined] = "true" })(t)
 				}
 			},
 			func(t *testing.T) {
 				for _, n := range []string{"h100-0", "h100-1"} {
-					setNode(n, func(n *corev1.Node) { delete(n.Labels, gate.LabelQuarantined) })(t)
+					setNode(n, func(n *corev1.Node) { delete(n.Labels, v1alpha1.LabelQuarantined) })(t)
 				}
 			},
 			"nodes/quarantined", "more quarantined nodes than the failure budget allows"},
@@ -192,7 +192,7 @@ func TestGateOnRealClusters(t *testing.T) {
 			defer tt.mend(t)
 			rep := runGate(t, f, tb.Kubeconfig, 20*time.Second, "prod-h100-a", "prod-h100-b")
 			failed := rep.Failed()
-			if rep.Verdict() != gate.Fail || len(failed) != 1 || failed[0].Cluster != "prod-h100-b" || failed[0].Name != tt.check || !strings.Contains(failed[0].Message, tt.message) {
+			if rep.Verdict() != gate.Fail || len(failed) != 1 || failed[0].Cluster != "prod-h100-b" || failed[0].Name.String() != tt.check || !strings.Contains(failed[0].Message, tt.message) {
 				t.Errorf("want exactly prod-h100-b %s failing with %q; verdict %s, failed %+v", tt.check, tt.message, rep.Verdict(), failed)
 			}
 		})

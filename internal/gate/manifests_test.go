@@ -75,7 +75,7 @@ func failedChecks(checks []Check) []string {
 	var out []string
 	for _, c := range checks {
 		if c.Status != Pass {
-			out = append(out, c.Name)
+			out = append(out, c.Name.String())
 		}
 	}
 	return out

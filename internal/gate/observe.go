@@ -9,18 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-)
-
-var (
-	gvkKustomization = schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}
-	gvkHelmRelease   = schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}
-	gvkDeployment    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	gvkClusterPolicy = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicyList"}
-	gvkNVIDIADriver  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
 )
 
 // errUnreadable marks a read that failed for another reason than absence:
@@ -37,9 +28,8 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 		Deployments:    map[string]*unstructured.Unstructured{},
 		NVIDIADrivers:  map[string]*unstructured.Unstructured{},
 	}
-	get := func(gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
+	get := func(k ReadKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+		u := k.Object().(*unstructured.Unstructured)
 		err := c.Get(ctx, key, u)
 		switch {
 		case err == nil:
@@ -47,11 +37,11 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 			return nil, nil
 		default:
-			return nil, fmt.Errorf("%w %s %s: %w", errUnreadable, gvk.Kind, key, err)
+			return nil, fmt.Errorf("%w %s %s: %w", errUnreadable, k.GVK.Kind, key, err)
 		}
 	}
 	for _, name := range e.Kustomizations {
-		u, err := get(gvkKustomization, client.ObjectKey{Namespace: "flux-system", Name: name})
+		u, err := get(KindKustomization, client.ObjectKey{Namespace: FluxNamespace, Name: name})
 		if err != nil {
 			return o, err
 		}
@@ -59,7 +49,7 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 	}
 	for key := range e.HelmReleases {
 		ns, name, _ := cutKey(key)
-		u, err := get(gvkHelmRelease, client.ObjectKey{Namespace: ns, Name: name})
+		u, err := get(KindHelmRelease, client.ObjectKey{Namespace: ns, Name: name})
 		if err != nil {
 			return o, err
 		}
@@ -67,22 +57,21 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 	}
 	for key := range e.OperatorDeployments {
 		ns, name, _ := cutKey(key)
-		u, err := get(gvkDeployment, client.ObjectKey{Namespace: ns, Name: name})
+		u, err := get(KindDeployment, client.ObjectKey{Namespace: ns, Name: name})
 		if err != nil {
 			return o, err
 		}
 		o.Deployments[key] = u
 	}
 	for _, name := range e.NVIDIADrivers {
-		u, err := get(gvkNVIDIADriver, client.ObjectKey{Name: name})
+		u, err := get(KindNVIDIADriver, client.ObjectKey{Name: name})
 		if err != nil {
 			return o, err
 		}
 		o.NVIDIADrivers[name] = u
 	}
 	// The GPU Operator makes one ClusterPolicy; its name is the chart's choice.
-	policies := &unstructured.UnstructuredList{}
-	policies.SetGroupVersionKind(gvkClusterPolicy)
+	policies := KindClusterPolicy.list()
 	switch err := c.List(ctx, policies); {
 	case err == nil:
 		if len(policies.Items) > 0 {

@@ -3,6 +3,8 @@ package gate
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // TestEvaluatePrecompiledBranch gates a release of precompiled drivers: GFD
@@ -24,13 +26,13 @@ func TestEvaluatePrecompiledBranch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := healthy(e)
 			for i := range o.Nodes {
-				o.Nodes[i].Labels[labelDriverFull] = "570.124.06"
+				o.Nodes[i].Labels[v1alpha1.LabelGFDDriverFull] = "570.124.06"
 			}
-			o.Nodes[1].Labels[labelDriverFull] = tt.other
+			o.Nodes[1].Labels[v1alpha1.LabelGFDDriverFull] = tt.other
 			var failed []string
 			for _, c := range Evaluate(e, o) {
 				if c.Status != Pass {
-					failed = append(failed, c.Name+": "+c.Message)
+					failed = append(failed, c.Name.String()+": "+c.Message)
 				}
 			}
 			switch {

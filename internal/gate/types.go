@@ -17,12 +17,13 @@ const (
 // Check is one thing the gate verified on a cluster.
 type Check struct {
 	Cluster string `json:"cluster"`
-	// Name says what was checked, e.g. "flux/Kustomization/operators".
-	Name     string `json:"name"`
-	Status   Status `json:"status"`
-	Expected string `json:"expected"`
-	Observed string `json:"observed"`
-	Message  string `json:"message,omitempty"`
+	// Name says what was checked: its kind and object, written as the
+	// check's name, e.g. "flux/Kustomization/operators".
+	Name     CheckID `json:"name"`
+	Status   Status  `json:"status"`
+	Expected string  `json:"expected"`
+	Observed string  `json:"observed"`
+	Message  string  `json:"message,omitempty"`
 }
 
 // Report is the gate's verdict on a set of clusters.

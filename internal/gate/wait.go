@@ -121,7 +121,7 @@ func PendingOf(rep *Report) []Pending {
 			if ch.Cluster != c {
 				continue
 			}
-			if strings.HasPrefix(ch.Name, CheckLifecycle) && ch.Observed != "missing" {
+			if ch.Name.Kind == CheckRollout && ch.Observed != "missing" {
 				p.Rollout = ch.Observed
 			}
 			if ch.Status != Pass {

@@ -53,7 +53,7 @@ func judgeAborted(f *fleet.Fleet, rep *gate.Report) string {
 	if r == nil || !r.Aborted {
 		return ""
 	}
-	name := gate.CheckLifecycle + r.Release
+	name := gate.RolloutCheck(r.Release)
 	before := len(rep.Checks)
 	rep.Checks = slices.DeleteFunc(rep.Checks, func(c gate.Check) bool { return c.Name == name && f.Touched(c.Cluster) })
 	if len(rep.Checks) == before {

@@ -164,9 +164,9 @@ func (st *Status) AddGate(rep *gate.Report) {
 			verdict[c.Cluster] = c.Status
 		}
 		if c.Status != gate.Pass {
-			failed[c.Cluster] = append(failed[c.Cluster], c.Name)
+			failed[c.Cluster] = append(failed[c.Cluster], c.Name.String())
 		}
-		if strings.HasPrefix(c.Name, gate.CheckLifecycle) {
+		if c.Name.Kind == gate.CheckRollout {
 			lifecycle[c.Cluster] = c.Observed
 		}
 	}

@@ -1,0 +1,91 @@
+package gate
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// ReadKind is a kind of object the gate reads from a cluster (Observe).
+// ReadKinds is the one list of them: the gate's REST mapper, the
+// dashboard's informers and explain's reads all take it from here, so a
+// kind the gate starts to read is watched and mapped with it.
+type ReadKind struct {
+	GVK schema.GroupVersionKind
+	// Resource is the kind's plural resource name.
+	Resource string
+	// Namespaced says its objects live in a namespace.
+	Namespaced bool
+}
+
+// The kinds the gate reads. Flux's and the GPU Operator's are read
+// unstructured (their Go types would pull in their modules); Nodes and
+// DriverRollouts typed (Scheme).
+var (
+	KindKustomization = ReadKind{schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}, "kustomizations", true}
+	KindHelmRelease   = ReadKind{schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}, "helmreleases", true}
+	KindDeployment    = ReadKind{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true}
+	KindClusterPolicy = ReadKind{schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicy"}, "clusterpolicies", false}
+	KindNVIDIADriver  = ReadKind{schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}, "nvidiadrivers", false}
+	KindNode          = ReadKind{corev1.SchemeGroupVersion.WithKind("Node"), "nodes", false}
+	KindDriverRollout = ReadKind{v1alpha1.GroupVersion.WithKind(v1alpha1.KindDriverRollout), "driverrollouts", false}
+)
+
+// ReadKinds are every kind the gate may read.
+func ReadKinds() []ReadKind {
+	return []ReadKind{KindKustomization, KindHelmRelease, KindDeployment, KindClusterPolicy, KindNVIDIADriver, KindNode, KindDriverRollout}
+}
+
+// Reads are the kinds Observe reads for e: HelmReleases only in the
+// helmrelease chart mode, operator Deployments only in the manifests mode,
+// NVIDIADrivers only where the release has some.
+func Reads(e Expected) []ReadKind {
+	out := []ReadKind{KindKustomization}
+	if len(e.HelmReleases) > 0 {
+		out = append(out, KindHelmRelease)
+	}
+	if len(e.OperatorDeployments) > 0 {
+		out = append(out, KindDeployment)
+	}
+	out = append(out, KindClusterPolicy)
+	if len(e.NVIDIADrivers) > 0 {
+		out = append(out, KindNVIDIADriver)
+	}
+	return append(out, KindNode, KindDriverRollout)
+}
+
+// Object is an empty object of the kind, as the gate reads it: typed where
+// Scheme has the kind, else unstructured with its GVK set.
+func (k ReadKind) Object() client.Object {
+	switch k {
+	case KindNode:
+		return &corev1.Node{}
+	case KindDriverRollout:
+		return &v1alpha1.DriverRollout{}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.GVK)
+	return u
+}
+
+// list is an empty list of the kind, read unstructured.
+func (k ReadKind) list() *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
+	return l
+}
+
+func (k ReadKind) scope() meta.RESTScope {
+	if k.Namespaced {
+		return meta.RESTScopeNamespace
+	}
+	return meta.RESTScopeRoot
+}
+
+// FluxNamespace holds Flux's own objects: the cluster's Kustomizations
+// and the GitRepository they apply from.
+const FluxNamespace = "flux-system"
