@@ -17,8 +17,10 @@ COPY cmd/gpufleet-controller/ cmd/gpufleet-controller/
 COPY internal/ internal/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
+# The release the image is (make release stamps the binaries the same way).
+ARG VERSION=dev
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w" -o /out/gpufleet-controller ./cmd/gpufleet-controller
+    go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o /out/gpufleet-controller ./cmd/gpufleet-controller
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/gpufleet-controller /gpufleet-controller

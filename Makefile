@@ -9,13 +9,21 @@ export GPUFLEET_TESTBIN := $(abspath $(TESTBIN))
 # run the CLI in-process find it through this).
 export GPUFLEET_SOPS := $(abspath $(TESTBIN))/sops
 
-.PHONY: all build test test-unit lint bench bench-peer generate verify-generate testbin soak-sim chaos fuzz clean
+.PHONY: all build release test test-unit lint bench bench-peer generate verify-generate testbin soak-sim chaos fuzz clean
 
 all: build
 
 ## build: compile the gpufleet binaries into bin/
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+## release: the binaries users install, built as they ship (the Dockerfile's flags): static,
+## stripped, paths trimmed, stamped with VERSION (default: git describe), into bin/release/
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+release:
+	@mkdir -p $(BIN)/release
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/release/ ./cmd/gpufleet ./cmd/gpufleet-controller
+	@ls -l $(BIN)/release/gpufleet $(BIN)/release/gpufleet-controller
 
 ## testbin: build the testbed programs (kube-apiserver, -controller-manager, -scheduler, etcd, Flux, the GPU Operator, kwok, sops; cached; slow the first time)
 testbin:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	// Maintenance windows name IANA time zones (planner/windows.go loads
 	// them on every pass): the controller carries the zone database, as
 	// its image (distroless, scratch) may have none.
@@ -30,8 +31,28 @@ const (
 	exitUsage  = 2
 )
 
+// version is the release this binary is built as, set at link time by
+// `make release` and the Dockerfile:
+//
+//	go build -ldflags "-X main.version=v1.2.0" ./cmd/gpufleet-controller
+//
+// Left empty, the controller reports the module version Go records in the
+// binary, "(devel)" for a build from a working tree.
+var version string
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr, ctrl.SetupSignalHandler))
+}
+
+// buildVersion is version, or what Go recorded of the module.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
 
 // run parses args and runs the controller until signals' context ends. It
@@ -41,6 +62,8 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	fs.SetOutput(stderr)
 	var o controller.Options
 	var kubeconfig string
+	var showVersion bool
+	fs.BoolVar(&showVersion, "version", false, "print the controller's version and exit")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the /metrics endpoint; "0" turns it off`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" turns them off`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so only one replica acts at a time")
@@ -65,6 +88,10 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 		}
 		return exitUsage
 	}
+	if showVersion {
+		fmt.Fprintf(stderr, "%s %s\n", controller.Name, buildVersion())
+		return 0
+	}
 	if qps <= 0 || burst < 1 {
 		fmt.Fprintf(stderr, "%s: --kube-api-qps must be above 0 and --kube-api-burst at least 1\n", controller.Name)
 		return exitUsage
@@ -75,6 +102,7 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr)))
 	log := ctrl.Log.WithName("setup")
+	log.Info("starting", "version", buildVersion())
 
 	cfg, err := restConfig(kubeconfig, float32(qps), burst)
 	if err != nil {

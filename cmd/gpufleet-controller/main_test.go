@@ -72,3 +72,17 @@ current-context: c
 		}
 	}
 }
+
+// TestVersion: --version prints the version the build was stamped with
+// (make release, the Dockerfile) and exits 0 without a cluster.
+func TestVersion(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	version = "v9.9.9"
+	var out strings.Builder
+	if code := run([]string{"--version"}, &out, nil); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "gpufleet-controller v9.9.9" {
+		t.Errorf("--version printed %q", got)
+	}
+}
