@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // restConfigFor is the REST config of a kubeconfig context, by the gate's
@@ -81,7 +81,7 @@ func slimNode(obj any) (any, error) {
 // is not used, no GPU Operator before Flux applied it) would fail the
 // whole cache rather than read as missing. Managed fields, and most of a Node's status
 // (slimNode), are dropped before they are stored: nothing reads them.
-func newCache(cfg *rest.Config, onWatchError func(error), now func() time.Time) (cache.Cache, error) {
+func newCache(cfg *rest.Config, namespaces []string, onWatchError func(error), now func() time.Time) (cache.Cache, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,14 @@ func newCache(cfg *rest.Config, onWatchError func(error), now func() time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	operators := map[string]cache.Config{render.GPUOperatorNamespace: {}, render.NetworkOperatorNamespace: {}}
+	operators := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		operators[ns] = cache.Config{}
+	}
+	if len(operators) == 0 {
+		// No namespace would mean every namespace: hold the default one.
+		operators[fleet.DefaultGPUOperatorNamespace] = cache.Config{}
+	}
 	strip := cache.TransformStripManagedFields()
 	// Nothing here mutates what it reads (gate.Observe and Evaluate, and
 	// this package's view, only look), so the Node list, read on every

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // clusterWatch keeps one cluster's view: its informers, its readiness
@@ -79,12 +81,24 @@ func signal(ch chan struct{}) {
 // run keeps the view until ctx ends.
 func (w *clusterWatch) run(ctx context.Context) {
 	defer close(w.done)
-	o := w.d.o
 	w.publish(w.downView(errors.New("connecting")))
+	for ctx.Err() == nil {
+		w.watch(ctx)
+	}
+}
+
+// watch connects to the cluster and keeps its view until ctx ends, or
+// until the fleet file places an operator's Deployment in a namespace the
+// cache does not hold (an install adopted, or moved): it returns then, and
+// run connects again with the new namespaces.
+func (w *clusterWatch) watch(ctx context.Context) {
+	o := w.d.o
+	namespaces := w.operatorNamespaces()
 	// The connection is made again until it can be: a kubeconfig fixed
 	// later, or a cluster that answers discovery only later, is picked up.
 	var c cache.Cache
 	var cfg *rest.Config
+	var p prober
 	for {
 		var err error
 		if cfg, err = restConfigFor(o.Kubeconfig, w.context); err == nil {
@@ -93,12 +107,10 @@ func (w *clusterWatch) run(ctx context.Context) {
 			})
 			// Asked first, so that a cluster that is not there says so
 			// plainly rather than through the cache's discovery.
-			var p prober
 			if p, err = newProber(cfg, o.ProbeInterval); err == nil {
 				if err = p.ready(ctx); err == nil {
-					if c, err = newCache(cfg, w.onWatchError, o.Now); err == nil {
+					if c, err = newCache(cfg, namespaces, w.onWatchError, o.Now); err == nil {
 						w.setDown(nil)
-						go w.probe(ctx, p)
 						break
 					}
 				}
@@ -112,6 +124,9 @@ func (w *clusterWatch) run(ctx context.Context) {
 		case <-time.After(o.ProbeInterval):
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go w.probe(ctx, p)
 	go func() {
 		if err := c.Start(ctx); err != nil {
 			o.Logf("cluster %s: informers: %v", w.name, err)
@@ -120,8 +135,12 @@ func (w *clusterWatch) run(ctx context.Context) {
 	// Reads before the cache has started fail; it has no informer yet, so
 	// this returns as soon as it has.
 	c.WaitForCacheSync(ctx)
+	w.handlers = map[string]bool{}
 	var last time.Time
 	for {
+		if !subset(w.operatorNamespaces(), namespaces) {
+			return
+		}
 		// A burst of changes is read once: a rebuild waits out the TTL
 		// after the one before it.
 		if wait := o.TTL - time.Since(last); wait > 0 {
@@ -148,6 +167,30 @@ func (w *clusterWatch) run(ctx context.Context) {
 		}
 		timer.Stop()
 	}
+}
+
+// operatorNamespaces are the namespaces of the cluster's operators as the
+// fleet file stands (render.Operators): the cache holds their Deployments,
+// which the gate reads in the manifests chart mode, and no other
+// namespace's (a cluster of the serving stack has many other Deployments).
+func (w *clusterWatch) operatorNamespaces() []string {
+	f, _ := w.d.fleetNow()
+	var out []string
+	for _, op := range render.Operators(f, w.name) {
+		if !slices.Contains(out, op.Namespace) {
+			out = append(out, op.Namespace)
+		}
+	}
+	return out
+}
+
+func subset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *clusterWatch) onWatchError(err error) {

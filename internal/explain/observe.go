@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // Observed is what explain read: what the gate reads (gate.Observe), and
@@ -97,14 +96,14 @@ func observe(ctx context.Context, c client.Reader, e gate.Expected) (Observed, e
 		}
 	}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(render.GPUOperatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": driverPodComponent}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(e.GPUOperatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": driverPodComponent}); err != nil {
 		return o, fmt.Errorf("list driver pods: %w", err)
 	}
 	o.DriverPods = pods.Items
 	// gate.ClientFor's scheme has no apps kinds: read them unstructured.
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSetList"))
-	if err := c.List(ctx, list, client.InNamespace(render.GPUOperatorNamespace)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(e.GPUOperatorNamespace)); err != nil {
 		return o, fmt.Errorf("list DaemonSets: %w", err)
 	}
 	var dss appsv1.DaemonSetList

@@ -48,8 +48,7 @@ func Evaluate(e Expected, o Observed) []Check {
 	}
 	for _, key := range sortedKeys(e.OperatorDeployments) {
 		want := e.OperatorDeployments[key]
-		_, name, _ := cutKey(key)
-		ok, observed, msg := operatorDeploymentReady(o.Deployments[key], name, want)
+		ok, observed, msg := operatorDeploymentReady(o.Deployments[key], want)
 		add(OperatorDeploymentCheck(key), ok, "Available, chart "+want, observed, msg)
 	}
 	ok, observed, msg := stateReady(o.ClusterPolicy, "ClusterPolicy")
@@ -108,11 +107,11 @@ func helmReleaseReady(u *unstructured.Unstructured, version string) (bool, strin
 // operatorDeploymentReady judges an operator's Deployment in the manifests
 // chart mode: it exists, carries the chart label of the expected version,
 // and kstatus finds it Current (the new ReplicaSet's pods Available).
-func operatorDeploymentReady(u *unstructured.Unstructured, chartName, chart string) (bool, string, string) {
+func operatorDeploymentReady(u *unstructured.Unstructured, chart string) (bool, string, string) {
 	if u == nil {
 		return false, "missing", "the operator's Deployment does not exist: has Flux applied the operators step?"
 	}
-	got := normalChartLabel(chartName, u.GetLabels()[labelHelmChart])
+	got := normalChartLabel(u.GetLabels()[labelHelmChart])
 	res, err := status.Compute(u)
 	if err != nil {
 		return false, "unreadable status", err.Error()

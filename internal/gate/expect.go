@@ -20,8 +20,9 @@ type Expected struct {
 	// (the helmrelease chart mode).
 	HelmReleases map[string]string
 	// OperatorDeployments maps namespace/name of each operator's Deployment
-	// to its expected chart and version ("gpu-operator-25.3.4", the Helm
-	// chart label the chart gives its objects, see chartLabel): in the manifests chart mode
+	// (render.Operator.Deployment) to its expected chart and version
+	// ("gpu-operator-25.3.4", the Helm chart label the chart gives its
+	// objects, see chartLabel): in the manifests chart mode
 	// there is no HelmRelease, and the operator's Deployment, applied by
 	// Flux from the pre-rendered chart, says which chart version runs.
 	OperatorDeployments map[string]string
@@ -41,6 +42,15 @@ type Expected struct {
 	// of them, and the operator takes its driver away once the NVIDIADriver
 	// that did select it is gone.
 	DriverLabel bool
+	// DriverManagement is who runs the GPU driver as the fleet file says
+	// (fleet.DriverManagementNVIDIADriver or
+	// fleet.DriverManagementClusterPolicy). In ClusterPolicy mode there is
+	// no NVIDIADriver: the ClusterPolicy's state covers its one driver
+	// DaemonSet, and the node checks each node's driver.
+	DriverManagement string
+	// GPUOperatorNamespace holds the GPU Operator and its driver pods: the
+	// namespace of the install the fleet file adopts, or the default.
+	GPUOperatorNamespace string
 	// Rollout is the name of the DriverRollout that must be complete: the
 	// one render writes (after an abort, the aborted release's).
 	Rollout string
@@ -59,25 +69,36 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 	rel := t.Release
 	pol := f.PolicyFor(cluster)
 	e := Expected{
-		Cluster:          cluster,
-		Release:          rel,
-		Revision:         revision,
-		Kustomizations:   []string{"operators", "config", "lifecycle"},
-		NVIDIADrivers:    t.NVIDIADrivers,
-		Pools:            c.Pools,
-		SharedProduct:    map[string]bool{},
-		SignalConditions: pol.Health.NodeConditions,
-		MaxQuarantined:   pol.FailureBudget,
-		DriverLabel:      pol.Actuator != v1alpha1.ActuatorGPUOperator,
-		Rollout:          t.DriverRollout.Name,
+		Cluster:              cluster,
+		Release:              rel,
+		Revision:             revision,
+		Kustomizations:       []string{"operators", "config", "lifecycle"},
+		NVIDIADrivers:        t.NVIDIADrivers,
+		Pools:                c.Pools,
+		SharedProduct:        map[string]bool{},
+		SignalConditions:     pol.Health.NodeConditions,
+		MaxQuarantined:       pol.FailureBudget,
+		DriverLabel:          pol.Actuator != v1alpha1.ActuatorGPUOperator,
+		DriverManagement:     c.DriverManagement(),
+		GPUOperatorNamespace: c.GPUOperatorNamespace(),
+		Rollout:              t.DriverRollout.Name,
 	}
-	if f.Charts.Mode == fleet.ModeManifests {
-		e.OperatorDeployments = map[string]string{
-			render.GPUOperatorNamespace + "/gpu-operator":         chartLabel("gpu-operator", rel.GPUOperator),
-			render.NetworkOperatorNamespace + "/network-operator": chartLabel("network-operator", rel.NetworkOperator),
+	// The operators where and as the cluster installs them (an adopted
+	// install's namespace and release, the Network Operator only when the
+	// release has one): render's own answer, so the gate judges what render
+	// writes.
+	for _, op := range render.Operators(f, cluster) {
+		if f.Charts.Mode == fleet.ModeManifests {
+			if e.OperatorDeployments == nil {
+				e.OperatorDeployments = map[string]string{}
+			}
+			e.OperatorDeployments[op.Namespace+"/"+op.Deployment] = chartLabel(op.Chart, op.Version)
+		} else {
+			if e.HelmReleases == nil {
+				e.HelmReleases = map[string]string{}
+			}
+			e.HelmReleases[op.Namespace+"/"+op.Chart] = op.Version
 		}
-	} else {
-		e.HelmReleases = map[string]string{render.GPUOperatorNamespace + "/gpu-operator": rel.GPUOperator, render.NetworkOperatorNamespace + "/network-operator": rel.NetworkOperator}
 	}
 	if f.Stack != nil {
 		e.Kustomizations = append(e.Kustomizations, "infra-controllers", "infra-configs")
@@ -107,10 +128,14 @@ func chartLabel(chart, version string) string {
 	return chart + "-" + strings.TrimPrefix(version, "v")
 }
 
-// normalChartLabel is label with the "v" after the chart name removed.
-func normalChartLabel(chart, label string) string {
-	if rest, ok := strings.CutPrefix(label, chart+"-v"); ok {
-		return chart + "-" + rest
+// normalChartLabel is a helm.sh/chart label with the "v" before its
+// version removed ("gpu-operator-v25.3.4" → "gpu-operator-25.3.4"). The
+// version is what follows the label's last "-v" and a digit: a chart's
+// name ends in a letter or digit, never in "-v<digit>" (the Deployment's
+// name, which an adopted release changes, says nothing of the chart's).
+func normalChartLabel(label string) string {
+	if i := strings.LastIndex(label, "-v"); i >= 0 && i+2 < len(label) && label[i+2] >= '0' && label[i+2] <= '9' {
+		return label[:i+1] + label[i+2:]
 	}
 	return label
 }

@@ -2,8 +2,10 @@ package gate
 
 import (
 	"path"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -61,5 +63,59 @@ func TestExpectIsWhatRenderWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpectAdoptedOperators: for a fleet adopted as found (an operator
+// under its own release name and namespace, a ClusterPolicy-managed
+// driver), the gate expects each HelmRelease where render writes it, at the
+// chart render asks for, and no NVIDIADriver where render writes none; in
+// the manifests mode each operator's Deployment where the operators step's
+// health checks look for it.
+func TestExpectAdoptedOperators(t *testing.T) {
+	f, err := fleet.Load("../render/testdata/adopted/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := render.Render(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.ClusterNames() {
+		e := Expect(f, c, rev)
+		written := map[string]string{}
+		for file, data := range out.Files {
+			if path.Dir(file) != path.Join(render.ClusterDir(c), "operators") || !strings.HasPrefix(path.Base(file), "helmrelease-") {
+				continue
+			}
+			var hr struct {
+				Metadata struct{ Name, Namespace string }
+				Spec     struct {
+					Chart struct{ Spec struct{ Version string } }
+				}
+			}
+			if err := yaml.Unmarshal(data, &hr); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			written[hr.Metadata.Namespace+"/"+hr.Metadata.Name] = hr.Spec.Chart.Spec.Version
+		}
+		if diff := cmp.Diff(written, e.HelmReleases); diff != "" {
+			t.Errorf("%s: HelmReleases (-render writes +the gate expects):\n%s", c, diff)
+		}
+		if got, want := e.GPUOperatorNamespace, f.Clusters[c].GPUOperatorNamespace(); got != want {
+			t.Errorf("%s: GPU Operator namespace %q, want %q", c, got, want)
+		}
+	}
+	cp := Expect(f, "cp", rev)
+	if cp.DriverManagement != fleet.DriverManagementClusterPolicy || len(cp.NVIDIADrivers) != 0 {
+		t.Errorf("cp: driver management %q, NVIDIADrivers %v; want clusterpolicy and none", cp.DriverManagement, cp.NVIDIADrivers)
+	}
+	f.Charts.Mode = fleet.ModeManifests
+	want := map[string]string{
+		"gpu-operator/gpu-operator":          "gpu-operator-25.3.4",
+		"nvidia-net/net-op-network-operator": "network-operator-25.4.0",
+	}
+	if diff := cmp.Diff(want, Expect(f, "nd", rev).OperatorDeployments); diff != "" {
+		t.Errorf("nd, manifests mode: operator Deployments (-want +got):\n%s", diff)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,7 @@ var LastTransition = metav1.Date(2026, 12, 1, 0, 0, 0, 0, metav1.Now().Location(
 // every GPU node created by the node agent on e.Release's driver. It
 // returns the node agent, synced once (the caller may Run it).
 func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Sim, error) {
-	for _, ns := range []string{"flux-system", "gpu-operator", "nvidia-network-operator"} {
+	for _, ns := range namespaces(e) {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return nil, fmt.Errorf("namespace %s: %w", ns, err)
 		}
@@ -118,6 +119,20 @@ func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Si
 		return nil, fmt.Errorf("DriverRollout status: %w", err)
 	}
 	return sim, nil
+}
+
+// namespaces are the namespaces Arrange writes to: Flux's, and the
+// operators' where the fleet file installs them.
+func namespaces(e gate.Expected) []string {
+	out := []string{gate.FluxNamespace, e.GPUOperatorNamespace}
+	for _, m := range []map[string]string{e.HelmReleases, e.OperatorDeployments} {
+		for key := range m {
+			if ns, _, _ := strings.Cut(key, "/"); !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
 }
 
 // create makes an object and then sets its status, as its controller would.
