@@ -45,7 +45,7 @@ func BenchmarkRefillVsLockstep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r2, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof, Lockstep: true})
+		r2, err := sim.RunHooked(sim.Hooked{Config: sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 7, Profile: prof}, Hooks: sim.Hooks{Lockstep: true}})
 		if err != nil {
 			b.Fatal(err)
 		}

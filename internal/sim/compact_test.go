@@ -17,16 +17,17 @@ import (
 // outOfService selector, which keeps Compact away; the test wants many
 // compacted passes, or it proves nothing.
 func TestCompactSimulatesTheSame(t *testing.T) {
-	for name, random := range map[string]func(uint64) sim.Config{"gpufleet": randomConfig, "gpu-operator": randomOperatorConfig} {
+	operator := func(seed uint64) sim.Hooked { return sim.Hooked{Config: randomOperatorConfig(seed)} }
+	for name, random := range map[string]func(uint64) sim.Hooked{"gpufleet": randomConfig, "gpu-operator": operator} {
 		t.Run(name, func(t *testing.T) { compactSimulatesTheSame(t, random) })
 	}
 }
 
-func compactSimulatesTheSame(t *testing.T, random func(uint64) sim.Config) {
+func compactSimulatesTheSame(t *testing.T, random func(uint64) sim.Hooked) {
 	n := seeds(t)
 	compacted, runs := 0, 0
 	for seed := range uint64(n) {
-		build := func() sim.Config {
+		build := func() sim.Hooked {
 			cfg := random(seed)
 			if seed%2 == 0 {
 				cfg.Rollout.Spec.OutOfService = nil
@@ -34,13 +35,13 @@ func compactSimulatesTheSame(t *testing.T, random func(uint64) sim.Config) {
 			cfg.Record = true
 			return cfg
 		}
-		fast, err := sim.Run(build())
+		fast, err := sim.RunHooked(build())
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		full := build()
 		full.Observe = func(sim.Step) {}
-		whole, err := sim.Run(full)
+		whole, err := sim.RunHooked(full)
 		if err != nil {
 			t.Fatalf("seed %d, observed: %v", seed, err)
 		}

@@ -13,9 +13,10 @@
 //
 // A world may hold several rollouts at once (World.Create, Delete and
 // ForceDelete in a script), each planned from its own view of the nodes as
-// the controller observes them, and Config.Racing plays two controllers
-// planning from the same moment and writing with the nodes' versions as
-// preconditions. The Checker of package simcheck (test support, so not
+// the controller observes them. Tests run it with hooks that only they can
+// set (a broken planner, an observer, racing controllers that plan from the
+// same moment and write with the nodes' versions as preconditions); a
+// rehearsal's Config has none. The Checker of package simcheck (test support, so not
 // linked into any binary) judges ownership and cordons from the world's own
 // record of who owns each node and who holds each cordon.
 package sim

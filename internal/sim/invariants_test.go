@@ -64,7 +64,7 @@ func randomPolicy(r *rand.Rand, name string) *pt.RolloutBuilder {
 // failing installs and rollbacks, XIDs, wrong versions, nodes going
 // NotReady, admins cordoning, windows, freezes, remediation labels, and a
 // script of approvals (right and wrong), pauses and aborts.
-func randomConfig(seed uint64) sim.Config {
+func randomConfig(seed uint64) sim.Hooked {
 	r := rand.New(rand.NewPCG(seed, 42))
 	name := "r" + strconv.FormatUint(seed, 10)
 	b := randomPolicy(r, name)
@@ -133,18 +133,18 @@ func randomConfig(seed uint64) sim.Config {
 			script = append(script, sim.Event{At: at(), Do: func(w *sim.World) { w.SetReady(nd.Name, true) }})
 		}
 	}
-	cfg := sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}
+	cfg := sim.Hooked{Config: sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}}
 	addRivals(seed, &cfg)
-	addJoiners(seed, &cfg)
+	addJoiners(seed, &cfg.Config)
 	return cfg
 }
 
 // runChecked runs cfg under the checker and returns what it found.
-func runChecked(t *testing.T, cfg sim.Config) []string {
+func runChecked(t *testing.T, cfg sim.Hooked) []string {
 	t.Helper()
 	check := simcheck.NewChecker()
 	cfg.Observe = check.Step
-	res, err := sim.Run(cfg)
+	res, err := sim.RunHooked(cfg)
 	if err != nil {
 		// What broke on the way says more than the non-convergence.
 		return append(check.Violations(), err.Error())
@@ -172,7 +172,7 @@ func TestInvariantsRandomized(t *testing.T) {
 		if len(cfg.Script) > 0 {
 			rivals++
 		}
-		res, err := sim.Run(cfg)
+		res, err := sim.RunHooked(cfg)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -286,7 +286,7 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.cfg()
+			cfg := sim.Hooked{Config: tt.cfg()}
 			if v := runChecked(t, cfg); len(v) > 0 {
 				t.Fatalf("the real planner breaks the invariants on this case: %v", v)
 			}

@@ -95,28 +95,28 @@ func phaseOfJoiner(res *sim.Result, name string) v1alpha1.NodePhase {
 // real planner runs cleanly into one that must be caught.
 func joinBreaks() []struct {
 	name string
-	cfg  func() sim.Config
-	brk  func(*sim.Config)
+	cfg  func() sim.Hooked
+	brk  func(*sim.Hooked)
 } {
 	pool := map[string]string{pt.PoolKey: pt.Pool}
-	plan := func(fn sim.PlanFunc) func(*sim.Config) { return func(c *sim.Config) { c.Plan = fn } }
+	plan := func(fn sim.PlanFunc) func(*sim.Hooked) { return func(c *sim.Hooked) { c.Plan = fn } }
 	// A canary that passes and waits for an approval nobody gives, and a
 	// new node (gpu-90, no driver) that registers meanwhile.
-	joiner := func() sim.Config {
+	joiner := func() sim.Hooked {
 		nodes := append(pt.Nodes("gpu", 4), planner.Node{Name: "gpu-90", Labels: map[string]string{}, Ready: true})
-		return sim.Config{Rollout: pt.Rollout("r").Canary(1).Build(), Nodes: nodes, Start: monday, Profile: steady(),
-			Script: []sim.Event{{At: 3 * time.Hour, Do: func(w *sim.World) { w.Join("gpu-90", pool, "") }}}}
+		return sim.Hooked{Config: sim.Config{Rollout: pt.Rollout("r").Canary(1).Build(), Nodes: nodes, Start: monday, Profile: steady(),
+			Script: []sim.Event{{At: 3 * time.Hour, Do: func(w *sim.World) { w.Join("gpu-90", pool, "") }}}}}
 	}
 	// The same canary, approved later, whose node leaves the cluster
 	// before it is through.
-	leaver := func() sim.Config {
-		return sim.Config{Rollout: pt.Rollout("r").Canary(1).Approved().Build(), Nodes: pt.Nodes("gpu", 4), Start: monday, Profile: steady(),
-			Script: []sim.Event{{At: 5 * time.Minute, Do: func(w *sim.World) { w.Leave("gpu-00") }}}}
+	leaver := func() sim.Hooked {
+		return sim.Hooked{Config: sim.Config{Rollout: pt.Rollout("r").Canary(1).Approved().Build(), Nodes: pt.Nodes("gpu", 4), Start: monday, Profile: steady(),
+			Script: []sim.Event{{At: 5 * time.Minute, Do: func(w *sim.World) { w.Leave("gpu-00") }}}}}
 	}
 	return []struct {
 		name string
-		cfg  func() sim.Config
-		brk  func(*sim.Config)
+		cfg  func() sim.Hooked
+		brk  func(*sim.Hooked)
 	}{
 		{"gives a new node the unproven driver", joiner, plan(func(s planner.Snapshot, now time.Time) planner.Result {
 			r := planner.Plan(s, now)

@@ -315,10 +315,10 @@ func (c *operatorChecker) final(res *sim.Result) {
 	}
 }
 
-func runOperatorChecked(cfg sim.Config) (*sim.Result, []string) {
-	c := newOperatorChecker(cfg)
+func runOperatorChecked(cfg sim.Hooked) (*sim.Result, []string) {
+	c := newOperatorChecker(cfg.Config)
 	cfg.Observe = c.step
-	res, err := sim.Run(cfg)
+	res, err := sim.RunHooked(cfg)
 	if err != nil {
 		return nil, append(c.violations, err.Error())
 	}
@@ -340,7 +340,7 @@ func TestOperatorInvariantsRandomized(t *testing.T) {
 	phases := map[v1alpha1.RolloutPhase]int{}
 	quarantinedBySignal, keptCordons, releasedAll := 0, 0, 0
 	for seed := range uint64(n) {
-		cfg := randomOperatorConfig(seed)
+		cfg := sim.Hooked{Config: randomOperatorConfig(seed)}
 		res, v := runOperatorChecked(cfg)
 		if len(v) > 0 {
 			t.Fatalf("seed %d: %d violations, first: %s", seed, len(v), v[0])
@@ -414,7 +414,7 @@ func TestOperatorInvariantsCatchBrokenPlanners(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for seed := range uint64(400) {
-				cfg := randomOperatorConfig(seed)
+				cfg := sim.Hooked{Config: randomOperatorConfig(seed)}
 				cfg.Plan = tt.plan
 				if _, v := runOperatorChecked(cfg); len(v) > 0 {
 					t.Logf("seed %d: %s", seed, v[0])

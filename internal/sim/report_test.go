@@ -19,7 +19,7 @@ func TestLowerBoundNeverExceedsMakespan(t *testing.T) {
 		cfg := randomConfig(seed)
 		cfg.Script = nil
 		cfg.ApproveWhenAsked = seed%2 == 0 // past the canary, half the time
-		res, err := sim.Run(cfg)
+		res, err := sim.RunHooked(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

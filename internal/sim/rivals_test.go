@@ -22,7 +22,7 @@ import (
 // finalizer, or by force), and passes that race (plan from the same moment,
 // write with a precondition). It draws from its own generator, so the rest
 // of the configuration is what it was before rivals existed.
-func addRivals(seed uint64, cfg *sim.Config) {
+func addRivals(seed uint64, cfg *sim.Hooked) {
 	r := rand.New(rand.NewPCG(seed, 16))
 	for i := range cfg.Nodes {
 		n := &cfg.Nodes[i]
@@ -75,10 +75,10 @@ func addRivals(seed uint64, cfg *sim.Config) {
 			created = at()
 		}
 		cfg.Script = append(cfg.Script, sim.Event{At: created, Do: func(w *sim.World) { w.Create(ro) }})
-		deleteLater(r, cfg, name, created)
+		deleteLater(r, &cfg.Config, name, created)
 	}
 	if rivals > 0 {
-		deleteLater(r, cfg, cfg.Rollout.Name, 0)
+		deleteLater(r, &cfg.Config, cfg.Rollout.Name, 0)
 	}
 }
 
@@ -142,30 +142,30 @@ func tee(fns ...func(sim.Step)) func(sim.Step) {
 // cleanly into one that must be caught.
 func rivalBreaks() []struct {
 	name string
-	cfg  func() sim.Config
-	brk  func(*sim.Config)
+	cfg  func() sim.Hooked
+	brk  func(*sim.Hooked)
 } {
-	two := func(racing bool) func() sim.Config {
-		return func() sim.Config {
+	two := func(racing bool) func() sim.Hooked {
+		return func() sim.Hooked {
 			ro := pt.Rollout("r").MaxUnavailable(3).Parallel(3).Build()
 			other := pt.Rollout("s").MaxUnavailable(3).Parallel(3).Build()
-			return sim.Config{
-				Rollout: ro, Nodes: pt.Nodes("gpu", 6), Start: monday, Profile: steady(), Racing: racing,
+			return sim.Hooked{Config: sim.Config{
+				Rollout: ro, Nodes: pt.Nodes("gpu", 6), Start: monday, Profile: steady(),
 				Script: []sim.Event{{Do: func(w *sim.World) { w.Create(other) }}},
-			}
+			}, Hooks: sim.Hooks{Racing: racing}}
 		}
 	}
-	plan := func(fn sim.PlanFunc) func(*sim.Config) { return func(c *sim.Config) { c.Plan = fn } }
-	settleCordoned := func() sim.Config {
+	plan := func(fn sim.PlanFunc) func(*sim.Hooked) { return func(c *sim.Hooked) { c.Plan = fn } }
+	settleCordoned := func() sim.Hooked {
 		nodes := pt.Nodes("gpu", 3)
 		pt.RunsDriver(&nodes[1], pt.Target)
 		nodes[1].Unschedulable = true
-		return sim.Config{Rollout: pt.Rollout("r").Build(), Nodes: nodes, Start: monday, Profile: steady()}
+		return sim.Hooked{Config: sim.Config{Rollout: pt.Rollout("r").Build(), Nodes: nodes, Start: monday, Profile: steady()}}
 	}
 	return []struct {
 		name string
-		cfg  func() sim.Config
-		brk  func(*sim.Config)
+		cfg  func() sim.Hooked
+		brk  func(*sim.Hooked)
 	}{
 		{"moves another rollout's nodes", two(false), plan(func(s planner.Snapshot, now time.Time) planner.Result {
 			nodes := append([]planner.Node(nil), s.Nodes...)
@@ -175,7 +175,7 @@ func rivalBreaks() []struct {
 			s.Nodes, s.Others = nodes, nil
 			return planner.Plan(s, now)
 		})},
-		{"races without a precondition", two(true), func(c *sim.Config) { c.Unlocked = true }},
+		{"races without a precondition", two(true), func(c *sim.Hooked) { c.Unlocked = true }},
 		{"forgets an admin's cordon when settling", settleCordoned, plan(func(s planner.Snapshot, now time.Time) planner.Result {
 			r := planner.Plan(s, now)
 			for i := range r.Transitions {

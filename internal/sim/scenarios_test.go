@@ -168,10 +168,10 @@ func TestGoldenTranscripts(t *testing.T) {
 				prof = steady()
 			}
 			check := simcheck.NewChecker()
-			res, err := sim.Run(sim.Config{
+			res, err := sim.RunHooked(sim.Hooked{Config: sim.Config{
 				Rollout: tt.rollout, Nodes: tt.nodes, Start: monday, Profile: prof,
-				Script: tt.script, Record: true, Observe: check.Step,
-			})
+				Script: tt.script, Record: true,
+			}, Hooks: sim.Hooks{Observe: check.Step}})
 			if err != nil {
 				t.Fatal(err)
 			}

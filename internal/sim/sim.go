@@ -17,10 +17,14 @@ import (
 )
 
 // PlanFunc is the planner the simulator drives; planner.Plan unless a test
-// swaps in a broken one to prove the invariant checks catch it.
+// swaps in a broken one to prove the invariant checks catch it (see hooks).
 type PlanFunc func(planner.Snapshot, time.Time) planner.Result
 
-// Config is one simulated rollout.
+// Config is one rehearsal: the rollout, the nodes it starts from, the world
+// it meets (profile, seed, script) and how the controller acts on it (tick,
+// the approval given when asked). It is all `gpufleet simulate` may set. What
+// tests change in a run to prove something about it is not here but in
+// hooks, which no package outside sim can reach.
 type Config struct {
 	// Rollout is the DriverRollout to run; Run works on a copy.
 	Rollout *v1alpha1.DriverRollout
@@ -31,19 +35,12 @@ type Config struct {
 	// Seed makes the run reproducible.
 	Seed    uint64
 	Profile Profile
-	// Script are scripted events: approvals, pauses, cordons, failures.
+	// Script are scripted events: approvals, pauses, cordons, failures,
+	// more rollouts (World.Create), nodes joining and leaving.
 	Script []Event
 	// Horizon stops a run that has not finished after this long; default
 	// 60 days.
 	Horizon time.Duration
-	// Plan defaults to planner.Plan.
-	Plan PlanFunc
-	// Lockstep starts a new batch only once no node is in flight: the
-	// baseline that refill-at-once scheduling is measured against.
-	Lockstep bool
-	// Observe, when set, is called after every planning step with copies
-	// of the nodes before and after it (for invariant checks).
-	Observe func(Step)
 	// Record keeps the transcript and the timeline.
 	Record bool
 	// Tick, when set, makes the simulated controller act on whole ticks
@@ -52,6 +49,35 @@ type Config struct {
 	// It cuts the planning passes of large fleets several-fold. Zero plans
 	// at every event's exact time.
 	Tick time.Duration
+	// ApproveWhenAsked plays the person who approves: as soon as the first
+	// rollout waits for approval, spec.approval is set to its name (the
+	// edit `gpufleet approve` makes), so a rehearsal measures the
+	// machinery and not the wait for a person.
+	ApproveWhenAsked bool
+}
+
+// hooks are what the tests of this package change in a run to prove
+// something about the planner, the checker or the scheduling: a broken
+// planner the checker must catch, lockstep batches to measure refilling
+// against, an observer of every pass, racing controllers, writes without
+// their precondition. They are a struct of their own, unexported, that only
+// this package's tests reach (RunHooked, in export_test.go), rather than a
+// field of Config or an exported second argument: then no package outside
+// sim can set one, and the compiler, not a test, proves that `gpufleet
+// simulate` runs the real planner, unobserved (so from compacted snapshots
+// where they decide the same), one pass per rollout and round, each write
+// under its node's resourceVersion. The zero value is a rehearsal's.
+type hooks struct {
+	// Plan replaces planner.Plan. A swapped-in planner may write to its
+	// snapshot, so it always plans from a copy of the nodes.
+	Plan PlanFunc
+	// Lockstep starts a new batch only once no node is in flight: the
+	// baseline that refill-at-once scheduling is measured against.
+	Lockstep bool
+	// Observe, when set, is called after every planning step with copies
+	// of the nodes before and after it (for invariant checks). An observed
+	// run plans from every node: an observer needs them all.
+	Observe func(Step)
 	// Racing plays two controllers that both believe they lead (a leader
 	// election hand-over, or two passes on a lagging cache): every live
 	// rollout is planned twice per round, all from the same moment's view,
@@ -66,11 +92,6 @@ type Config struct {
 	// without their resourceVersion would: only for the tests proving the
 	// checker catches two rollouts taking the same node.
 	Unlocked bool
-	// ApproveWhenAsked plays the person who approves: as soon as the first
-	// rollout waits for approval, spec.approval is set to its name (the
-	// edit `gpufleet approve` makes), so a rehearsal measures the
-	// machinery and not the wait for a person.
-	ApproveWhenAsked bool
 }
 
 // Step is one planning pass of one rollout, for Observe; or, with
@@ -195,19 +216,22 @@ func Nodes(n int, prefix string, labels map[string]string, version string) []pla
 
 // Run simulates cfg's rollout until it converges (nothing in flight and
 // nothing left that could change it) or reaches its horizon.
-func Run(cfg Config) (*Result, error) {
+func Run(cfg Config) (*Result, error) { return run(cfg, hooks{}) }
+
+// run is Run with the test hooks h.
+func run(cfg Config, h hooks) (*Result, error) {
 	if cfg.Rollout == nil {
 		return nil, errors.New("simulate: no rollout")
 	}
 	if len(cfg.Nodes) == 0 {
 		return nil, errors.New("simulate: no nodes")
 	}
-	w := newWorld(cfg)
-	plan := cfg.Plan
+	w := newWorld(cfg, h.Observe)
+	plan := h.Plan
 	if plan == nil {
 		plan = planner.Plan
 	}
-	if cfg.Lockstep {
+	if h.Lockstep {
 		plan = lockstep(plan)
 	}
 	horizon := cfg.Horizon
@@ -253,7 +277,7 @@ func Run(cfg Config) (*Result, error) {
 				live = append(live, r)
 			}
 		}
-		if cfg.Racing {
+		if h.Racing {
 			live = append(live, live...)
 		}
 		type read struct {
@@ -271,7 +295,7 @@ func Run(cfg Config) (*Result, error) {
 		reads := make([]read, len(live))
 		readAll := func(k int) {
 			name := live[k].ro.Name
-			if !cfg.Racing && cfg.Plan == nil {
+			if !h.Racing && h.Plan == nil {
 				// Planned and written before anything else changes, by
 				// planner.Plan, which only reads its snapshot: the world's
 				// own nodes serve as the view when it hides nothing from
@@ -281,12 +305,12 @@ func Run(cfg Config) (*Result, error) {
 				// planner a test swaps in may write to its snapshot, so it
 				// gets a copy.
 				view, own := w.planView(name)
-				reads[k] = read{view: view, others: w.peersOf(name), compact: own && cfg.Observe == nil}
+				reads[k] = read{view: view, others: w.peersOf(name), compact: own && h.Observe == nil}
 				return
 			}
 			reads[k] = read{view: w.viewFor(name), versions: slices.Clone(w.version), others: w.peersOf(name)}
 		}
-		if cfg.Racing {
+		if h.Racing {
 			for k := range live {
 				readAll(k)
 			}
@@ -295,17 +319,17 @@ func Run(cfg Config) (*Result, error) {
 		resting := true
 		var first *planner.Result
 		for k, ro := range live {
-			if !cfg.Racing {
+			if !h.Racing {
 				readAll(k)
 			}
 			rd := reads[k]
 			var before []planner.Node
-			if cfg.Observe != nil {
+			if h.Observe != nil {
 				before = slices.Clone(rd.view)
 			}
 			var truth []planner.Node
 			var cordons map[string]string
-			if cfg.Observe != nil {
+			if h.Observe != nil {
 				truth, cordons = slices.Clone(w.nodes), w.cordons()
 			}
 			snap := planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others}
@@ -341,7 +365,7 @@ func Run(cfg Config) (*Result, error) {
 			applied, refused := r.Transitions[:0:0], 0
 			for _, t := range r.Transitions {
 				i := w.index[t.Node]
-				if !cfg.Unlocked && w.version[i] != readVersion(i) {
+				if !h.Unlocked && w.version[i] != readVersion(i) {
 					// A conflict ends the pass; the next one re-plans.
 					refused = len(r.Transitions) - len(applied)
 					break
@@ -369,8 +393,8 @@ func Run(cfg Config) (*Result, error) {
 				// A pass that stopped at a conflict writes no status.
 				ro.ro.Status = r.Status
 			}
-			if cfg.Observe != nil {
-				cfg.Observe(Step{At: w.now, Rollout: ro.ro.DeepCopy(), Before: before, After: w.viewFor(ro.ro.Name), Result: r,
+			if h.Observe != nil {
+				h.Observe(Step{At: w.now, Rollout: ro.ro.DeepCopy(), Before: before, After: w.viewFor(ro.ro.Name), Result: r,
 					Others: rd.others, Truth: truth, CordonsBefore: cordons, CordonsAfter: w.cordons(), Refused: refused})
 			}
 			if refused > 0 {
@@ -449,7 +473,7 @@ func Run(cfg Config) (*Result, error) {
 	return nil, fmt.Errorf("simulate: no convergence after %d steps at %s", res.Steps, w.now.Format(time.RFC3339))
 }
 
-func newWorld(cfg Config) *World {
+func newWorld(cfg Config, observe func(Step)) *World {
 	first := cfg.Rollout.DeepCopy()
 	if first.CreationTimestamp.IsZero() {
 		first.CreationTimestamp = metav1.NewTime(cfg.Start)
@@ -462,7 +486,7 @@ func newWorld(cfg Config) *World {
 		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
 		prof:     cfg.Profile,
 		rec:      cfg.Record,
-		observe:  cfg.Observe,
+		observe:  observe,
 	}
 	slices.SortFunc(w.nodes, func(a, b planner.Node) int { return strings.Compare(a.Name, b.Name) })
 	w.index = make(map[string]int, len(w.nodes))

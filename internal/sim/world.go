@@ -71,7 +71,7 @@ type World struct {
 	prof  Profile
 	lines []Line
 	rec   bool
-	// observe is Config.Observe.
+	// observe is the Observe hook (see hooks); nil in a rehearsal.
 	observe func(Step)
 	// op plays the GPU Operator's upgrade controller when the first
 	// rollout has the gpu-operator actuator (operator.go); nil otherwise.
