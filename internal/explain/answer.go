@@ -54,12 +54,15 @@ const (
 	StepHelmRelease   Step = "helmRelease"
 	StepOperator      Step = "operatorDeployment"
 	StepClusterPolicy Step = "clusterPolicy"
-	StepNVIDIADriver  Step = "nvidiaDriver"
-	StepDaemonSet     Step = "driverDaemonSet"
-	StepDriverPod     Step = "driverPod"
-	StepRollout       Step = "driverRollout"
-	StepApproval      Step = "approval"
-	StepNode          Step = "node"
+	// StepDriverManagement: the ClusterPolicy manages the driver as the
+	// fleet file says.
+	StepDriverManagement Step = "driverManagement"
+	StepNVIDIADriver     Step = "nvidiaDriver"
+	StepDaemonSet        Step = "driverDaemonSet"
+	StepDriverPod        Step = "driverPod"
+	StepRollout          Step = "driverRollout"
+	StepApproval         Step = "approval"
+	StepNode             Step = "node"
 	// StepCheck is a check of the gate that no other link answers for
 	// (see walker.uncovered): explain fails closed on it.
 	StepCheck Step = "gateCheck"

@@ -104,29 +104,76 @@ func linksFor(a *Answer, id gate.CheckID) []Link {
 	return out
 }
 
-// randomConverged is a converged cluster of the example fleet, chosen at
-// random with its chart mode and actuator.
+// randomConverged is a converged cluster chosen at random: of the example
+// fleet, with its chart mode and actuator, or of the fleet adopted as
+// found that render's tests use (a ClusterPolicy-managed driver on the
+// gpu-operator actuator under an adopted release; NVIDIADrivers beside an
+// adopted Network Operator).
 func randomConverged(t *testing.T, r *rand.Rand) (*fleet.Fleet, gate.Expected, Observed) {
 	t.Helper()
-	f := exampleFleet(t, r.IntN(3) == 0, r.IntN(2) == 0)
+	var f *fleet.Fleet
+	if r.IntN(3) == 0 {
+		f = fleetVariant(t, adoptedFleet, false, r.IntN(2) == 0)
+	} else {
+		f = fleetVariant(t, exampleFleet, r.IntN(3) == 0, r.IntN(2) == 0)
+	}
 	cluster := pick(r, f.ClusterNames())
 	e := gate.Expect(f, cluster, rev)
 	return f, e, convergedOn(e)
 }
 
-// exampleFleets are the variants of the example fleet the random states
-// are drawn from, parsed once: Walk and Evaluate only read them.
-var exampleFleets = map[[2]bool]*fleet.Fleet{}
+// TestConvergedOnConverges: the states the contract test breaks are
+// converged to begin with, for the gate and for explain.
+func TestConvergedOnConverges(t *testing.T) {
+	for _, file := range []string{exampleFleet, adoptedFleet} {
+		for _, operator := range []bool{false, true} {
+			for _, manifests := range []bool{false, true} {
+				if file == adoptedFleet && operator {
+					continue // its policy says the actuator per cluster
+				}
+				f := fleetVariant(t, file, operator, manifests)
+				for _, c := range f.ClusterNames() {
+					e := gate.Expect(f, c, rev)
+					o := convergedOn(e)
+					for _, ch := range gate.Evaluate(e, o.Observed) {
+						if ch.Status != gate.Pass {
+							t.Errorf("%s %s (operator %v, manifests %v): %s fails: %s", file, c, operator, manifests, ch.Name, ch.Message)
+						}
+					}
+					if a := Walk(f, e, o); a.Verdict != Converged {
+						t.Errorf("%s %s (operator %v, manifests %v): %s", file, c, operator, manifests, a.Summary)
+					}
+				}
+			}
+		}
+	}
+}
 
-// exampleFleet is examples/fleet.toml without its serving stack, with the
+// The fleet files the random states are drawn from.
+const (
+	exampleFleet = "../../examples/fleet.toml"
+	adoptedFleet = "../render/testdata/adopted/fleet.toml"
+)
+
+type variant struct {
+	file                string
+	operator, manifests bool
+}
+
+// fleetVariants are the variants of the fleet files, parsed once: Walk and
+// Evaluate only read them.
+var fleetVariants = map[variant]*fleet.Fleet{}
+
+// fleetVariant is a fleet file without its serving stack, with the
 // gpu-operator actuator for every cluster when operator is set, and its
 // charts pre-rendered when manifests is.
-func exampleFleet(t *testing.T, operator, manifests bool) *fleet.Fleet {
+func fleetVariant(t *testing.T, file string, operator, manifests bool) *fleet.Fleet {
 	t.Helper()
-	if f := exampleFleets[[2]bool{operator, manifests}]; f != nil {
+	v := variant{file, operator, manifests}
+	if f := fleetVariants[v]; f != nil {
 		return f
 	}
-	data, err := os.ReadFile("../../examples/fleet.toml")
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +189,7 @@ func exampleFleet(t *testing.T, operator, manifests bool) *fleet.Fleet {
 	if manifests {
 		f.Charts.Mode = fleet.ModeManifests
 	}
-	exampleFleets[[2]bool{operator, manifests}] = f
+	fleetVariants[v] = f
 	return f
 }
 
@@ -164,7 +211,8 @@ func convergedOn(e gate.Expected) Observed {
 		ns, name, _ := strings.Cut(key, "/")
 		o.Deployments[key] = operatorDeployment(ns, name, label, true)
 	}
-	o.ClusterPolicy = obj("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", map[string]any{}, map[string]any{"state": "ready"})
+	crd := e.DriverManagement == fleet.DriverManagementNVIDIADriver
+	o.ClusterPolicy = obj("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", map[string]any{"driver": map[string]any{"useNvidiaDriverCRD": crd}}, map[string]any{"state": "ready"})
 	for _, n := range e.NVIDIADrivers {
 		o.NVIDIADrivers[n] = obj("nvidia.com/v1alpha1", "NVIDIADriver", "", n, map[string]any{}, map[string]any{"state": "ready"})
 	}
@@ -173,6 +221,9 @@ func convergedOn(e gate.Expected) Observed {
 			labels := map[string]string{v1alpha1.LabelGFDProduct: p.Product, v1alpha1.LabelPool: p.Name, "nvidia.com/gpu.present": "true", v1alpha1.LabelGFDDriverFull: e.Release.Driver}
 			if e.DriverLabel {
 				labels[v1alpha1.LabelDriver] = e.Release.Driver
+			}
+			if e.Actuator == v1alpha1.ActuatorGPUOperator {
+				labels[v1alpha1.LabelOperatorUpgradeSkip] = "true"
 			}
 			o.Nodes = append(o.Nodes, corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", p.Name, i), Labels: labels},
@@ -288,14 +339,21 @@ func breakOne(r *rand.Rand, e gate.Expected, o *Observed) string {
 			return "deployment " + key + " not available"
 		}
 	case 2:
-		if r.IntN(2) == 0 {
+		if o.ClusterPolicy == nil {
+			return "no ClusterPolicy to break"
+		}
+		switch r.IntN(3) {
+		case 0:
 			o.ClusterPolicy = nil
 			return "no ClusterPolicy"
-		}
-		if o.ClusterPolicy != nil {
+		case 1:
 			setStatus(o.ClusterPolicy, "state", "notReady")
+			return "ClusterPolicy notReady"
+		default:
+			crd, _, _ := unstructured.NestedBool(o.ClusterPolicy.Object, "spec", "driver", "useNvidiaDriverCRD")
+			_ = unstructured.SetNestedField(o.ClusterPolicy.Object, !crd, "spec", "driver", "useNvidiaDriverCRD")
+			return "ClusterPolicy's driver management flipped"
 		}
-		return "ClusterPolicy notReady"
 	case 3:
 		if len(e.NVIDIADrivers) == 0 {
 			return "no NVIDIADriver to break"
@@ -313,10 +371,13 @@ func breakOne(r *rand.Rand, e gate.Expected, o *Observed) string {
 		}
 		i := r.IntN(len(o.Nodes))
 		n := &o.Nodes[i]
-		switch r.IntN(10) {
+		switch r.IntN(11) {
 		case 0:
 			n.Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15"
 			return n.Name + " on another driver"
+		case 10:
+			delete(n.Labels, v1alpha1.LabelOperatorUpgradeSkip)
+			return n.Name + " not held"
 		case 1:
 			if r.IntN(2) == 0 {
 				delete(n.Labels, v1alpha1.LabelDriver)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 )
 
@@ -30,6 +31,7 @@ func (w *walker) gpuOperator() {
 		l.Next = "kubectl describe clusterpolicy " + l.Object.Name
 	}
 	w.add(l)
+	w.driverManagement(l.Object)
 	for _, name := range w.e.NVIDIADrivers {
 		id := gate.NVIDIADriverCheck(name)
 		l := Link{Step: StepNVIDIADriver, Object: objectOfKind(gate.KindNVIDIADriver, "", name), Expected: "ready", Checks: []gate.CheckID{id}}
@@ -49,6 +51,30 @@ func (w *walker) gpuOperator() {
 		}
 		w.add(l)
 	}
+}
+
+// driverManagement judges who runs the driver against what the fleet file
+// says, on the ClusterPolicy cp names: a mismatch is broken (or blocked
+// while the operators step, which would change it, is not ok), and names
+// the command that prints the fleet file's table as the cluster runs.
+func (w *walker) driverManagement(cp Object) {
+	id := gate.DriverManagementCheck()
+	l := Link{Step: StepDriverManagement, Object: cp, Expected: "driver managed by " + w.e.DriverManagement, Checks: []gate.CheckID{id}}
+	check, ok := w.passed(id)
+	l.Observed = check.Observed
+	switch {
+	case ok:
+		l.State = OK
+	case w.o.ClusterPolicy == nil:
+		// The ClusterPolicy's own link says it is missing.
+		l.State, l.Message, l.Next = Blocked, check.Message, "flux reconcile kustomization operators --with-source"
+	default:
+		l.State, l.Message = BrokenState, check.Message
+		l.Condition = &Condition{Type: "spec.driver.useNvidiaDriverCRD", Status: fmt.Sprint(check.Observed == fleet.DriverManagementNVIDIADriver)}
+		l.Next = "gpufleet init --context " + w.context() + " --dry-run"
+		w.blockedBy(&l, "operators")
+	}
+	w.add(l)
 }
 
 // stateCondition is the condition behind a GPU Operator object's state:

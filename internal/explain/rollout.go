@@ -171,7 +171,7 @@ func (w *walker) nodes() {
 // for by nodes' links.
 func nodeCheck(k gate.CheckKind) bool {
 	switch k {
-	case gate.CheckPoolDriver, gate.CheckPoolDriverLabel, gate.CheckPoolReady, gate.CheckPoolGPUErrors, gate.CheckQuarantined:
+	case gate.CheckPoolDriver, gate.CheckPoolDriverLabel, gate.CheckPoolHeld, gate.CheckPoolReady, gate.CheckPoolGPUErrors, gate.CheckQuarantined:
 		return true
 	}
 	return false
@@ -189,6 +189,7 @@ func (w *walker) nodeFails(n corev1.Node) []gate.CheckID {
 	if p := w.e.PoolOf(n); p != nil && w.e.Release != nil {
 		add(gate.PoolDriverCheck(p.Name), !planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], w.e.Release.Driver))
 		add(gate.PoolDriverLabelCheck(p.Name), gate.DriverUnlabelled(w.e, n))
+		add(gate.PoolHeldCheck(p.Name), !gate.Held(w.e, n))
 		add(gate.PoolReadyCheck(p.Name), !gate.NodeReady(&n))
 		add(gate.PoolGPUErrorsCheck(p.Name), len(gate.GPUErrors(w.e, n)) > 0)
 	}
@@ -227,6 +228,11 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.State = BrokenState
 		l.Next = fmt.Sprintf("kubectl label node %s %s=%s --overwrite", n.Name, v1alpha1.LabelDriver, w.a.Driver)
 		l.Message = fmt.Sprintf("the node runs %s but its %s label is %s, so no NVIDIADriver of the release selects it and the operator may take its driver away (a node that joined unlabelled, or from a time on the gpu-operator actuator)", w.a.Driver, v1alpha1.LabelDriver, or(n.Labels[v1alpha1.LabelDriver], "missing"))
+		return l, false
+	case !gate.Held(w.e, n):
+		// The gate's held check, said for this node.
+		l.State, l.Next = BrokenState, controllerLogs
+		l.Message = fmt.Sprintf("the node is not under gpufleet yet: it carries no %s=true and its rollout has not released it, so the GPU Operator may upgrade it outside the rollout's policy. gpufleet-controller holds it at its next pass: is it running, and is the lifecycle step applied?", v1alpha1.LabelOperatorUpgradeSkip)
 		return l, false
 	case info.OnTarget:
 		return l, true

@@ -47,6 +47,14 @@ type walker struct {
 
 func (w *walker) add(l Link) { w.a.Chain = append(w.a.Chain, l) }
 
+// context is the kubeconfig context of the cluster, as the fleet file says.
+func (w *walker) context() string {
+	if c := w.f.Clusters[w.e.Cluster]; c != nil && c.Context != "" {
+		return c.Context
+	}
+	return w.e.Cluster
+}
+
 // stepNotOK says the chain's link of Kustomization name is there and not
 // ok: what that step applies (its HelmReleases, NVIDIADrivers, the
 // DriverRollout) missing or out of date is then only its consequence.

@@ -3,6 +3,7 @@ package explain
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,7 +50,7 @@ func converged(t *testing.T) (*fleet.Fleet, gate.Expected, Observed) {
 		ns, name, _ := strings.Cut(key, "/")
 		o.HelmReleases[key] = obj(apiHelmRelease, "HelmRelease", ns, name, map[string]any{}, map[string]any{"conditions": ready(), "history": []any{map[string]any{"chartVersion": v}}})
 	}
-	o.ClusterPolicy = obj("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", map[string]any{}, map[string]any{"state": "ready"})
+	o.ClusterPolicy = obj("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", map[string]any{"driver": map[string]any{"useNvidiaDriverCRD": true}}, map[string]any{"state": "ready"})
 	for _, n := range e.NVIDIADrivers {
 		o.NVIDIADrivers[n] = obj("nvidia.com/v1alpha1", "NVIDIADriver", "", n, map[string]any{}, map[string]any{"state": "ready"})
 	}
@@ -210,5 +211,61 @@ func TestWalkTimeoutBelowStartupWhileWaiting(t *testing.T) {
 	a := Walk(f, e, o)
 	if a.Verdict != Broken || a.At.Step != StepTimeout || a.At.Object.Name != "app-vllm" || !strings.Contains(a.At.Message, "spec.timeout 5m is shorter than the start-up time 15m0s declared by service vllm") {
 		t.Fatalf("verdict %s at %+v", a.Verdict, a.At)
+	}
+}
+
+// TestWalkDriverManagement: a ClusterPolicy that still runs the driver
+// itself, on a cluster the fleet file gives NVIDIADrivers, is the broken
+// link, on the ClusterPolicy, with the command that prints the fleet
+// file's table as the cluster runs; while the operators step is not ok it
+// is blocked behind it.
+func TestWalkDriverManagement(t *testing.T) {
+	f, e, o := converged(t)
+	_ = unstructured.SetNestedField(o.ClusterPolicy.Object, false, "spec", "driver", "useNvidiaDriverCRD")
+	a := Walk(f, e, o)
+	if a.Verdict != Broken || a.At.Step != StepDriverManagement || a.At.Object.Kind != "ClusterPolicy" || a.At.Object.Name != "cluster-policy" {
+		t.Fatalf("verdict %s at %+v, want the ClusterPolicy's driver management broken", a.Verdict, a.At)
+	}
+	if want := "gpufleet init --context " + f.Clusters["stg-h100"].Context + " --dry-run"; a.At.Next != want {
+		t.Errorf("next %q, want %q", a.At.Next, want)
+	}
+	for _, want := range []string{"deletes every driver pod at once", `driver-management = "clusterpolicy" in [clusters.stg-h100.gpu-operator]`} {
+		if !strings.Contains(a.At.Message, want) {
+			t.Errorf("message %q lacks %q", a.At.Message, want)
+		}
+	}
+	if !slices.Contains(a.At.Checks, gate.DriverManagementCheck()) {
+		t.Errorf("the link names checks %v", a.At.Checks)
+	}
+	o.Kustomizations["operators"].Object["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "False", "reason": "HealthCheckFailed", "message": "timeout"}}
+	a = Walk(f, e, o)
+	for _, l := range a.Chain {
+		if l.Step == StepDriverManagement && l.State != Blocked {
+			t.Errorf("driver management %s while the operators step fails, want blocked: %s", l.State, l.Message)
+		}
+	}
+}
+
+// TestWalkNodeNotHeld: on the gpu-operator actuator, a node without the
+// operator's skip label that its rollout has not released is broken, and
+// says that gpufleet-controller holds it at its next pass.
+func TestWalkNodeNotHeld(t *testing.T) {
+	f := fleetVariant(t, adoptedFleet, false, false)
+	e := gate.Expect(f, "cp", rev)
+	o := convergedOn(e)
+	delete(o.Nodes[1].Labels, v1alpha1.LabelOperatorUpgradeSkip)
+	a := Walk(f, e, o)
+	if a.Verdict != Broken || a.At.Step != StepNode || a.At.Object.Name != o.Nodes[1].Name || a.At.Next != controllerLogs {
+		t.Fatalf("verdict %s at %+v, want node %s broken", a.Verdict, a.At, o.Nodes[1].Name)
+	}
+	if !strings.Contains(a.At.Message, "holds it at its next pass") || !slices.Contains(a.At.Checks, gate.PoolHeldCheck("h100")) {
+		t.Errorf("link %+v", a.At)
+	}
+	// Released by its rollout: the operator's to move.
+	o.Nodes[1].Labels[v1alpha1.LabelRollout], o.Nodes[1].Labels[v1alpha1.LabelPhase] = e.Rollout, string(v1alpha1.NodeInstalling)
+	for _, l := range Walk(f, e, o).Chain {
+		if slices.Contains(l.Checks, gate.PoolHeldCheck("h100")) {
+			t.Errorf("a released node counts as not held: %+v", l)
+		}
 	}
 }

@@ -53,6 +53,8 @@ func Evaluate(e Expected, o Observed) []Check {
 	}
 	ok, observed, msg := stateReady(o.ClusterPolicy, "ClusterPolicy")
 	add(ClusterPolicyCheck(), ok, "ready", observed, msg)
+	ok, observed, msg = driverManagement(e, o.ClusterPolicy)
+	add(DriverManagementCheck(), ok, e.DriverManagement, observed, msg)
 	for _, name := range e.NVIDIADrivers {
 		ok, observed, msg := stateReady(o.NVIDIADrivers[name], "NVIDIADriver "+name)
 		add(NVIDIADriverCheck(name), ok, "ready", observed, msg)
@@ -162,8 +164,11 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 				members = append(members, n)
 			}
 		}
-		var wrongDriver, unselected, notReady, signals []string
+		var wrongDriver, unselected, notHeld, notReady, signals []string
 		for _, n := range members {
+			if !Held(e, n) {
+				notHeld = append(notHeld, n.Name)
+			}
 			if n.Labels[v1alpha1.LabelQuarantined] == "true" {
 				quarantined++
 			}
@@ -191,6 +196,13 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 				sel.Status, sel.Message = Fail, fmt.Sprintf("running %s but selected by no NVIDIADriver of the release, so the operator may take the driver away: %s (label each with %s=%s)", e.Release.Driver, strings.Join(unselected, ", "), v1alpha1.LabelDriver, e.Release.Driver)
 			}
 			checks = append(checks, sel)
+		}
+		if e.Actuator == v1alpha1.ActuatorGPUOperator {
+			held := Check{Cluster: e.Cluster, Name: PoolHeldCheck(pool.Name), Status: Pass, Expected: fmt.Sprintf("every node held (%s=true) or released by its rollout", v1alpha1.LabelOperatorUpgradeSkip), Observed: fmt.Sprintf("%d of %d", len(members)-len(notHeld), len(members))}
+			if len(notHeld) > 0 {
+				held.Status, held.Message = Fail, fmt.Sprintf("not under gpufleet yet, so the GPU Operator may upgrade them outside the rollout's policy: %s. gpufleet-controller holds a node with %s=true at its next pass: is it running, and is the lifecycle step applied?", strings.Join(notHeld, ", "), v1alpha1.LabelOperatorUpgradeSkip)
+			}
+			checks = append(checks, held)
 		}
 		ready := Check{Cluster: e.Cluster, Name: PoolReadyCheck(pool.Name), Status: Pass, Expected: "all Ready", Observed: fmt.Sprintf("%d of %d Ready", len(members)-len(notReady), len(members))}
 		if len(notReady) > 0 {
@@ -238,6 +250,50 @@ func GPUErrors(e Expected, n corev1.Node) []string {
 		}
 	}
 	return out
+}
+
+// Held reports whether node n is under gpufleet on the gpu-operator
+// actuator: it carries the operator's skip label, or its rollout released
+// it (planner.OperatorReleased). A node neither is one the operator may
+// upgrade whenever its driver DaemonSet changes, outside the rollout's
+// canary, windows and maxUnavailable. Always true on gpufleet's actuator.
+func Held(e Expected, n corev1.Node) bool {
+	return e.Actuator != v1alpha1.ActuatorGPUOperator ||
+		n.Labels[v1alpha1.LabelOperatorUpgradeSkip] == "true" ||
+		planner.OperatorReleased(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase)
+}
+
+// DriverManagementOf is who runs the driver by the ClusterPolicy's
+// spec.driver.useNvidiaDriverCRD: NVIDIADriver objects when true, the
+// ClusterPolicy's own DaemonSet when false or absent (the chart's
+// default); "" without a ClusterPolicy.
+func DriverManagementOf(cp *unstructured.Unstructured) string {
+	if cp == nil {
+		return ""
+	}
+	if on, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "useNvidiaDriverCRD"); on {
+		return fleet.DriverManagementNVIDIADriver
+	}
+	return fleet.DriverManagementClusterPolicy
+}
+
+// driverManagement judges whether the ClusterPolicy manages the driver as
+// the fleet file says. The two ways round differ: NVIDIADrivers rendered
+// for a cluster whose ClusterPolicy still runs the driver is what, applied
+// below GPU Operator v26.7.0, deletes every driver pod at once.
+func driverManagement(e Expected, cp *unstructured.Unstructured) (bool, string, string) {
+	got := DriverManagementOf(cp)
+	table := fmt.Sprintf("[clusters.%s.gpu-operator]", e.Cluster)
+	switch {
+	case got == "":
+		return false, "no ClusterPolicy", "the ClusterPolicy does not exist: who runs the driver cannot be read"
+	case got == e.DriverManagement:
+		return true, got, ""
+	case got == fleet.DriverManagementClusterPolicy:
+		return false, got, fmt.Sprintf("the fleet file renders NVIDIADriver objects for this cluster, but its ClusterPolicy still runs the driver itself (nvidia-driver-daemonset, spec.driver.useNvidiaDriverCRD false): on a GPU Operator below v26.7.0 applying that deletes every driver pod at once. Set driver-management = %q in %s (gpufleet init writes it)", fleet.DriverManagementClusterPolicy, table)
+	default:
+		return false, got, fmt.Sprintf("the fleet file keeps the driver with the ClusterPolicy (driver-management = %q) and renders no NVIDIADriver, but the ClusterPolicy hands the driver to NVIDIADriver objects (spec.driver.useNvidiaDriverCRD true): set driver-management = %q in %s, or remove the key", fleet.DriverManagementClusterPolicy, fleet.DriverManagementNVIDIADriver, table)
+	}
 }
 
 // DriverUnlabelled reports whether n runs e's driver while no NVIDIADriver

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,7 +35,10 @@ func healthy(e Expected) Observed {
 	for key, v := range e.HelmReleases {
 		o.HelmReleases[key] = fluxObject("HelmRelease", key, map[string]any{"history": []any{map[string]any{"chartVersion": v}}})
 	}
-	o.ClusterPolicy = &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"state": "ready"}}}
+	o.ClusterPolicy = &unstructured.Unstructured{Object: map[string]any{
+		"spec":   map[string]any{"driver": map[string]any{"useNvidiaDriverCRD": e.DriverManagement == fleet.DriverManagementNVIDIADriver}},
+		"status": map[string]any{"state": "ready"},
+	}}
 	for _, n := range e.NVIDIADrivers {
 		o.NVIDIADrivers[n] = &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": n}, "status": map[string]any{"state": "ready"}}}
 	}
@@ -43,7 +47,7 @@ func healthy(e Expected) Observed {
 			o.Nodes = append(o.Nodes, corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: p.Name + "-" + string(rune('a'+i)), Labels: map[string]string{
 					"nvidia.com/gpu.product": p.Product, "gpufleet.io/pool": p.Name, v1alpha1.LabelGFDDriverFull: e.Release.Driver,
-					"gpufleet.io/driver": e.Release.Driver,
+					"gpufleet.io/driver": e.Release.Driver, v1alpha1.LabelOperatorUpgradeSkip: "true",
 				}},
 				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 			})
@@ -215,5 +219,92 @@ func TestDriverLabelOnlyOnGPUFleetActuator(t *testing.T) {
 	}
 	if !exampleExpect(t, "stg-h100").DriverLabel {
 		t.Error("DriverLabel not set on the default (gpufleet) actuator")
+	}
+}
+
+// adoptedExpect is cluster of render's adopted fleet: cp keeps its driver
+// with the ClusterPolicy on the gpu-operator actuator, nd runs NVIDIADrivers
+// on gpufleet's.
+func adoptedExpect(t *testing.T, cluster string) Expected {
+	t.Helper()
+	f, err := fleet.Load("../render/testdata/adopted/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Expect(f, cluster, rev)
+}
+
+// TestEvaluateAdoption: the checks that say where a cluster's adoption
+// stands. The ClusterPolicy must manage the driver as the fleet file says
+// (both ways round, each with what to set), and on the gpu-operator
+// actuator every node must be held by gpufleet-controller or released by
+// its rollout.
+func TestEvaluateAdoption(t *testing.T) {
+	setCRD := func(v any) func(Expected, *Observed) {
+		return func(_ Expected, o *Observed) {
+			if v == nil {
+				delete(o.ClusterPolicy.Object["spec"].(map[string]any)["driver"].(map[string]any), "useNvidiaDriverCRD")
+				return
+			}
+			_ = unstructured.SetNestedField(o.ClusterPolicy.Object, v, "spec", "driver", "useNvidiaDriverCRD")
+		}
+	}
+	node := func(i int, mutate func(n *corev1.Node)) func(Expected, *Observed) {
+		return func(_ Expected, o *Observed) { mutate(&o.Nodes[i]) }
+	}
+	unheld := func(n *corev1.Node) { delete(n.Labels, v1alpha1.LabelOperatorUpgradeSkip) }
+	phase := func(p v1alpha1.NodePhase) func(n *corev1.Node) {
+		return func(n *corev1.Node) {
+			unheld(n)
+			n.Labels[v1alpha1.LabelRollout], n.Labels[v1alpha1.LabelPhase] = "r1", string(p)
+		}
+	}
+	for _, tt := range []struct {
+		name, cluster string
+		break_        func(Expected, *Observed)
+		// want are the failing checks, msg a piece of the first one's message.
+		want []string
+		msg  string
+	}{
+		{"NVIDIADriver mode as the fleet file says", "nd", func(Expected, *Observed) {}, nil, ""},
+		{"ClusterPolicy mode as the fleet file says", "cp", func(Expected, *Observed) {}, nil, ""},
+		{"NVIDIADrivers rendered, the ClusterPolicy runs the driver", "nd", setCRD(false), []string{"gpu-operator/driver-management"},
+			`still runs the driver itself (nvidia-driver-daemonset, spec.driver.useNvidiaDriverCRD false): on a GPU Operator below v26.7.0 applying that deletes every driver pod at once. Set driver-management = "clusterpolicy" in [clusters.nd.gpu-operator] (gpufleet init writes it)`},
+		{"useNvidiaDriverCRD absent: the chart's default, ClusterPolicy mode", "nd", setCRD(nil), []string{"gpu-operator/driver-management"}, "still runs the driver itself"},
+		{"ClusterPolicy mode in the fleet file, NVIDIADriver mode on the cluster", "cp", setCRD(true), []string{"gpu-operator/driver-management"},
+			`set driver-management = "nvidiadriver" in [clusters.cp.gpu-operator], or remove the key`},
+		{"no ClusterPolicy", "cp", func(_ Expected, o *Observed) { o.ClusterPolicy = nil }, []string{"gpu-operator/ClusterPolicy", "gpu-operator/driver-management"}, "does not exist"},
+		{"a node not held", "cp", node(1, unheld), []string{"nodes/h100/held"},
+			"not under gpufleet yet, so the GPU Operator may upgrade them outside the rollout's policy: h100-b. gpufleet-controller holds a node with nvidia.com/gpu-driver-upgrade.skip=true at its next pass: is it running, and is the lifecycle step applied?"},
+		{"a node the rollout released (Installing)", "cp", node(2, phase(v1alpha1.NodeInstalling)), nil, ""},
+		{"a node released to roll back", "cp", node(2, phase(v1alpha1.NodeRollingBack)), nil, ""},
+		{"a Done node the controller has not held again", "cp", node(3, phase(v1alpha1.NodeDone)), []string{"nodes/h100/held"}, "h100-d"},
+		{"the skip label set but not true", "cp", node(0, func(n *corev1.Node) { n.Labels[v1alpha1.LabelOperatorUpgradeSkip] = "false" }), []string{"nodes/h100/held"}, "h100-a"},
+		{"gpufleet's actuator holds nothing", "nd", node(0, unheld), nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := adoptedExpect(t, tt.cluster)
+			o := healthy(e)
+			tt.break_(e, &o)
+			var failed []string
+			var first Check
+			for _, c := range Evaluate(e, o) {
+				if c.Status != Pass {
+					if failed == nil {
+						first = c
+					}
+					failed = append(failed, c.Name.String())
+				}
+			}
+			if diff := cmp.Diff(tt.want, failed); diff != "" {
+				t.Fatalf("failing checks (-want +got):\n%s", diff)
+			}
+			if tt.msg != "" && !strings.Contains(first.Message, tt.msg) {
+				t.Errorf("%s: message %q, want it to hold %q", first.Name, first.Message, tt.msg)
+			}
+		})
+	}
+	if e := adoptedExpect(t, "cp"); len(e.NVIDIADrivers) != 0 {
+		t.Errorf("ClusterPolicy mode: NVIDIADrivers %v expected", e.NVIDIADrivers)
 	}
 }

@@ -30,6 +30,10 @@ const (
 	CheckOperatorDeployment CheckKind = "operators/Deployment/*"
 	// CheckClusterPolicy: the GPU Operator's ClusterPolicy is ready.
 	CheckClusterPolicy CheckKind = "gpu-operator/ClusterPolicy"
+	// CheckDriverManagement: the ClusterPolicy manages the driver as the
+	// fleet file says (Expected.DriverManagement): NVIDIADriver objects
+	// (spec.driver.useNvidiaDriverCRD true) or its own DaemonSet.
+	CheckDriverManagement CheckKind = "gpu-operator/driver-management"
 	// CheckNVIDIADriver: an NVIDIADriver of the release is ready. Object:
 	// its name.
 	CheckNVIDIADriver CheckKind = "gpu-operator/NVIDIADriver/*"
@@ -40,6 +44,10 @@ const (
 	// that runs the release's driver is selected by an NVIDIADriver of it
 	// (see DriverUnlabelled). Object: the pool.
 	CheckPoolDriverLabel CheckKind = "nodes/*/driver-label"
+	// CheckPoolHeld: on the gpu-operator actuator, every node of a pool
+	// is under gpufleet: held with the operator's skip label, or released
+	// by its rollout (see Held). Object: the pool.
+	CheckPoolHeld CheckKind = "nodes/*/held"
 	// CheckPoolReady: every node of a pool is Ready. Object: the pool.
 	CheckPoolReady CheckKind = "nodes/*/ready"
 	// CheckPoolGPUErrors: no node of a pool reports a GPU error condition.
@@ -63,8 +71,8 @@ const (
 func CheckKinds() []CheckKind {
 	return []CheckKind{
 		CheckKustomization, CheckHelmRelease, CheckOperatorDeployment,
-		CheckClusterPolicy, CheckNVIDIADriver,
-		CheckPoolDriver, CheckPoolDriverLabel, CheckPoolReady, CheckPoolGPUErrors, CheckQuarantined,
+		CheckClusterPolicy, CheckDriverManagement, CheckNVIDIADriver,
+		CheckPoolDriver, CheckPoolDriverLabel, CheckPoolHeld, CheckPoolReady, CheckPoolGPUErrors, CheckQuarantined,
 		CheckRollout,
 		CheckConnect,
 	}
@@ -107,6 +115,10 @@ func OperatorDeploymentCheck(key string) CheckID { return CheckID{CheckOperatorD
 // ClusterPolicyCheck is the check of the cluster's ClusterPolicy.
 func ClusterPolicyCheck() CheckID { return CheckID{Kind: CheckClusterPolicy} }
 
+// DriverManagementCheck is the check of the ClusterPolicy's driver
+// management.
+func DriverManagementCheck() CheckID { return CheckID{Kind: CheckDriverManagement} }
+
 // NVIDIADriverCheck is the check of NVIDIADriver name.
 func NVIDIADriverCheck(name string) CheckID { return CheckID{CheckNVIDIADriver, name} }
 
@@ -115,6 +127,10 @@ func PoolDriverCheck(pool string) CheckID { return CheckID{CheckPoolDriver, pool
 
 // PoolDriverLabelCheck is the check of pool's nodes' gpufleet.io/driver.
 func PoolDriverLabelCheck(pool string) CheckID { return CheckID{CheckPoolDriverLabel, pool} }
+
+// PoolHeldCheck is the check that pool's nodes are held (gpu-operator
+// actuator).
+func PoolHeldCheck(pool string) CheckID { return CheckID{CheckPoolHeld, pool} }
 
 // PoolReadyCheck is the check that pool's nodes are Ready.
 func PoolReadyCheck(pool string) CheckID { return CheckID{CheckPoolReady, pool} }

@@ -23,9 +23,11 @@ func TestCheckNames(t *testing.T) {
 		{HelmReleaseCheck("gpu-operator/gpu-operator"), "flux/HelmRelease/gpu-operator/gpu-operator"},
 		{OperatorDeploymentCheck("nvidia-network-operator/network-operator"), "operators/Deployment/nvidia-network-operator/network-operator"},
 		{ClusterPolicyCheck(), "gpu-operator/ClusterPolicy"},
+		{DriverManagementCheck(), "gpu-operator/driver-management"},
 		{NVIDIADriverCheck("h100-580-95-05"), "gpu-operator/NVIDIADriver/h100-580-95-05"},
 		{PoolDriverCheck("h100"), "nodes/h100/driver"},
 		{PoolDriverLabelCheck("h100"), "nodes/h100/driver-label"},
+		{PoolHeldCheck("h100"), "nodes/h100/held"},
 		{PoolReadyCheck("h100"), "nodes/h100/ready"},
 		{PoolGPUErrorsCheck("h100"), "nodes/h100/gpu-errors"},
 		{QuarantinedCheck(), "nodes/quarantined"},
@@ -74,13 +76,14 @@ func TestCheckKindsListed(t *testing.T) {
 			t.Errorf("check %s reads back as %+v, %v", c.Name, back, err)
 		}
 	}
-	m := manifestsExpect(t)
-	for _, c := range Evaluate(m, Observed{}) {
-		made[c.Name.Kind] = true
+	for _, e := range []Expected{manifestsExpect(t), adoptedExpect(t, "cp")} {
+		for _, c := range Evaluate(e, Observed{}) {
+			made[c.Name.Kind] = true
+		}
 	}
 	for _, k := range kinds {
 		if !made[k] && k != CheckConnect {
-			t.Errorf("no check of kind %s made on the example fleet (helmrelease and manifests modes)", k)
+			t.Errorf("no check of kind %s made on the example fleet (helmrelease and manifests modes) or the adopted one", k)
 		}
 	}
 }

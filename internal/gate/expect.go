@@ -42,9 +42,15 @@ type Expected struct {
 	// of them, and the operator takes its driver away once the NVIDIADriver
 	// that did select it is gone.
 	DriverLabel bool
+	// Actuator is who moves the nodes. On the gpu-operator actuator
+	// gpufleet-controller holds every node of the rollout with the
+	// operator's skip label but those it released (the held check).
+	Actuator v1alpha1.Actuator
 	// DriverManagement is who runs the GPU driver as the fleet file says
 	// (fleet.DriverManagementNVIDIADriver or
-	// fleet.DriverManagementClusterPolicy). In ClusterPolicy mode there is
+	// fleet.DriverManagementClusterPolicy), which the cluster's
+	// ClusterPolicy must agree with (the driver-management check). In
+	// ClusterPolicy mode there is
 	// no NVIDIADriver: the ClusterPolicy's state covers its one driver
 	// DaemonSet, and the node checks each node's driver.
 	DriverManagement string
@@ -79,6 +85,7 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		SignalConditions:     pol.Health.NodeConditions,
 		MaxQuarantined:       pol.FailureBudget,
 		DriverLabel:          pol.Actuator != v1alpha1.ActuatorGPUOperator,
+		Actuator:             pol.Actuator,
 		DriverManagement:     c.DriverManagement(),
 		GPUOperatorNamespace: c.GPUOperatorNamespace(),
 		Rollout:              t.DriverRollout.Name,

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
@@ -81,7 +82,10 @@ func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Si
 		}
 	}
 	empty := map[string]any{}
-	policy := map[string]any{"daemonsets": empty, "dcgm": empty, "dcgmExporter": empty, "devicePlugin": empty, "driver": empty, "gfd": empty, "nodeStatusExporter": empty, "operator": empty, "toolkit": empty}
+	// The driver managed as the fleet file says (the chart writes
+	// useNvidiaDriverCRD from driver.nvidiaDriverCRD.enabled).
+	driver := map[string]any{"useNvidiaDriverCRD": e.DriverManagement != fleet.DriverManagementClusterPolicy}
+	policy := map[string]any{"daemonsets": empty, "dcgm": empty, "dcgmExporter": empty, "devicePlugin": empty, "driver": driver, "gfd": empty, "nodeStatusExporter": empty, "operator": empty, "toolkit": empty}
 	if err := create(ctx, c, "nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", policy, map[string]any{"state": "ready"}); err != nil {
 		return nil, err
 	}
@@ -101,6 +105,12 @@ func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Si
 	if err := sim.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
+	if e.Actuator == v1alpha1.ActuatorGPUOperator {
+		// gpufleet-controller holds every node of a converged rollout.
+		if err := holdNodes(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	dr := &v1alpha1.DriverRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: e.Rollout},
 		Spec: v1alpha1.DriverRolloutSpec{
@@ -119,6 +129,24 @@ func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Si
 		return nil, fmt.Errorf("DriverRollout status: %w", err)
 	}
 	return sim, nil
+}
+
+// holdNodes puts the GPU Operator's skip label on every node, as
+// gpufleet-controller leaves the nodes of a completed rollout on the
+// gpu-operator actuator.
+func holdNodes(ctx context.Context, c client.Client) error {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		patch := client.MergeFrom(n.DeepCopy())
+		n.Labels[v1alpha1.LabelOperatorUpgradeSkip] = "true"
+		if err := c.Patch(ctx, &n, patch); err != nil {
+			return fmt.Errorf("hold node %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // namespaces are the namespaces Arrange writes to: Flux's, and the
