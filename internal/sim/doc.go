@@ -16,7 +16,13 @@
 // the controller observes them. Tests run it with hooks that only they can
 // set (a broken planner, an observer, racing controllers that plan from the
 // same moment and write with the nodes' versions as preconditions); a
-// rehearsal's Config has none. The Checker of package simcheck (test support, so not
-// linked into any binary) judges ownership and cordons from the world's own
-// record of who owns each node and who holds each cordon.
+// rehearsal's Config has none. The Checker of package simcheck (test
+// support, so not linked into any binary) judges ownership and cordons from
+// the world's own record of who owns each node and who holds each cordon.
+//
+// Run is a small runner (run.go) whose methods are the steps of a round:
+// the events due happen, each live rollout reads its view, plans, writes
+// under the resourceVersion precondition, records and is observed; the
+// first rollout is approved when it asks; the run rests or the clock moves
+// to the next event, tick or window edge.
 package sim

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +86,84 @@ type simRollout struct {
 	// deleted by force (the finalizer removed by hand), they still name it.
 	gone bool
 	soak time.Duration
+}
+
+// newWorld builds the world of cfg: its first rollout, its nodes in name
+// order, and each node's fate and noise, drawn from cfg.Seed.
+func newWorld(cfg Config, observe func(Step)) *World {
+	first := cfg.Rollout.DeepCopy()
+	if first.CreationTimestamp.IsZero() {
+		first.CreationTimestamp = metav1.NewTime(cfg.Start)
+	}
+	w := &World{
+		rollouts: []*simRollout{{ro: first, soak: planner.SettingsFor(&first.Spec, len(cfg.Nodes)).Soak}},
+		rollout:  first,
+		nodes:    slices.Clone(cfg.Nodes),
+		now:      cfg.Start,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		prof:     cfg.Profile,
+		rec:      cfg.Record,
+		observe:  observe,
+	}
+	slices.SortFunc(w.nodes, func(a, b planner.Node) int { return strings.Compare(a.Name, b.Name) })
+	w.index = make(map[string]int, len(w.nodes))
+	w.fates = make([]fate, len(w.nodes))
+	w.started = make([]bool, len(w.nodes))
+	w.gen = make([]int, len(w.nodes))
+	w.version = make([]int, len(w.nodes))
+	w.holder = make([]string, len(w.nodes))
+	p := cfg.Profile
+	for i := range w.nodes {
+		w.index[w.nodes[i].Name] = i
+		if n := &w.nodes[i]; n.Unschedulable {
+			// A node that starts cordoned: an admin's, unless it starts
+			// in a phase where its rollout holds the cordon.
+			w.holder[i] = "admin"
+			if n.Owner != "" && planner.HoldsCordon(n.Phase) && !n.AdminCordoned {
+				w.holder[i] = n.Owner
+			}
+		}
+		// Draw every number of a node in a fixed order, so a node's fate
+		// does not depend on what happened to the others.
+		f := fate{
+			drain: p.Drain.Draw(w.rng), install: p.Install.Draw(w.rng),
+			report: p.Report.Draw(w.rng), rollback: p.Rollback.Draw(w.rng),
+			installFails:  w.rng.Float64() < p.InstallFailRate,
+			wrongVersion:  w.rng.Float64() < p.WrongVersionRate,
+			rollbackFails: w.rng.Float64() < p.RollbackFailRate,
+			xidAt:         -1,
+		}
+		if x := w.rng.Float64(); x < p.XIDRate {
+			f.xidAt = w.rng.Float64()
+		}
+		w.fates[i] = f
+		w.scheduleNoise(i)
+	}
+	w.op = newOperatorModel(w)
+	return w
+}
+
+// scheduleNoise plans the node's random NotReady spell and admin cordon.
+func (w *World) scheduleNoise(i int) {
+	p := w.prof
+	name := w.nodes[i].Name
+	if p.NotReadyRate > 0 && w.rng.Float64() < p.NotReadyRate {
+		at := time.Duration(w.rng.Float64() * float64(p.NotReadyWithin))
+		spell := p.NotReadyFor.Draw(w.rng)
+		w.after(at, func() {
+			w.SetReady(name, false)
+			w.after(spell, func() { w.SetReady(name, true) })
+		})
+	}
+	if p.AdminCordonRate > 0 && w.rng.Float64() < p.AdminCordonRate {
+		at := time.Duration(w.rng.Float64() * float64(p.AdminCordonWithin))
+		hold := p.AdminCordonFor.Draw(w.rng)
+		w.after(at, func() {
+			if w.AdminCordon(name) {
+				w.after(hold, func() { w.AdminUncordon(name) })
+			}
+		})
+	}
 }
 
 // Rollout returns the first rollout, for scripted events that edit its spec.
@@ -495,10 +574,9 @@ func (w *World) flipDriver(i int, version string, rollback bool) {
 
 // event is a scheduled change of the world.
 type event struct {
-	at     time.Time
-	seq    int
-	script bool
-	fn     func()
+	at  time.Time
+	seq int
+	fn  func()
 }
 
 type eventQueue []event
