@@ -223,11 +223,18 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.State, l.Next = BrokenState, describe
 		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", or(st.Rollout, w.e.Rollout), phase)
 		return l, false
+	case gate.DriverUnlabelled(w.e, n) && n.Labels[v1alpha1.LabelDriver] == "":
+		// The gate's driver-label check, said for this node: the
+		// controller labels a node without one (planner's joining rule).
+		l.State, l.Next = InProgress, controllerLogs
+		l.Message = fmt.Sprintf("the node runs %s but has no %s label, so no NVIDIADriver of the release selects it yet: gpufleet-controller labels it with the driver it runs at its next pass. Is it running, and is the lifecycle step applied?", w.a.Driver, v1alpha1.LabelDriver)
+		return l, false
 	case gate.DriverUnlabelled(w.e, n):
-		// The gate's driver-label check, said for this node.
+		// Labelled for another driver: the controller leaves a label it
+		// finds, so a person sets it.
 		l.State = BrokenState
 		l.Next = fmt.Sprintf("kubectl label node %s %s=%s --overwrite", n.Name, v1alpha1.LabelDriver, w.a.Driver)
-		l.Message = fmt.Sprintf("the node runs %s but its %s label is %s, so no NVIDIADriver of the release selects it and the operator may take its driver away (a node that joined unlabelled, or from a time on the gpu-operator actuator)", w.a.Driver, v1alpha1.LabelDriver, or(n.Labels[v1alpha1.LabelDriver], "missing"))
+		l.Message = fmt.Sprintf("the node runs %s but its %s label is %s, so no NVIDIADriver of the release selects it and the operator may take its driver away (a label set by hand, or from a time on the gpu-operator actuator)", w.a.Driver, v1alpha1.LabelDriver, n.Labels[v1alpha1.LabelDriver])
 		return l, false
 	case !gate.Held(w.e, n):
 		// The gate's held check, said for this node.

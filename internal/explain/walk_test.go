@@ -114,19 +114,30 @@ func TestWalkProgressing(t *testing.T) {
 }
 
 // TestWalkNodeWithoutDriverLabel: a node on the release's driver that no
-// NVIDIADriver of the release selects is broken, with the label to set (the
-// gate's driver-label check, said for the node).
+// NVIDIADriver of the release selects is the gate's driver-label check,
+// said for the node. Without the label, gpufleet-controller labels it at
+// its next pass (on its way, with the controller's logs to look at);
+// labelled for another driver, a person sets the label.
 func TestWalkNodeWithoutDriverLabel(t *testing.T) {
 	f, e, o := converged(t)
 	delete(o.Nodes[2].Labels, v1alpha1.LabelDriver)
 	a := Walk(f, e, o)
+	if a.Verdict != Progressing || a.At.Step != StepNode || a.At.Object.Name != "h100-2" || a.At.Next != controllerLogs {
+		t.Fatalf("verdict %s at %+v, want node h100-2 on its way, next the controller's logs", a.Verdict, a.At)
+	}
+	if !strings.Contains(a.At.Message, "has no gpufleet.io/driver label") || !strings.Contains(a.At.Message, "gpufleet-controller labels it with the driver it runs at its next pass") {
+		t.Errorf("message %q", a.At.Message)
+	}
+
+	o.Nodes[2].Labels[v1alpha1.LabelDriver] = "550.54.15"
+	a = Walk(f, e, o)
 	if a.Verdict != Broken || a.At.Step != StepNode || a.At.Object.Name != "h100-2" {
 		t.Fatalf("verdict %s at %+v, want node h100-2 broken", a.Verdict, a.At)
 	}
 	if want := "kubectl label node h100-2 gpufleet.io/driver=" + e.Release.Driver + " --overwrite"; a.At.Next != want {
 		t.Errorf("next %q, want %q", a.At.Next, want)
 	}
-	if !strings.Contains(a.At.Message, "gpufleet.io/driver label is missing") {
+	if !strings.Contains(a.At.Message, "gpufleet.io/driver label is 550.54.15") {
 		t.Errorf("message %q", a.At.Message)
 	}
 }

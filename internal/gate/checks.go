@@ -164,7 +164,7 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 				members = append(members, n)
 			}
 		}
-		var wrongDriver, unselected, notHeld, notReady, signals []string
+		var wrongDriver, unselected, unlabelled, notHeld, notReady, signals []string
 		for _, n := range members {
 			if !Held(e, n) {
 				notHeld = append(notHeld, n.Name)
@@ -176,6 +176,9 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
 			} else if DriverUnlabelled(e, n) {
 				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(n.Labels[v1alpha1.LabelDriver], "none")))
+				if n.Labels[v1alpha1.LabelDriver] == "" {
+					unlabelled = append(unlabelled, n.Name)
+				}
 			}
 			if !NodeReady(&n) {
 				notReady = append(notReady, n.Name)
@@ -193,7 +196,7 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 		if e.DriverLabel {
 			sel := Check{Cluster: e.Cluster, Name: PoolDriverLabelCheck(pool.Name), Status: Pass, Expected: fmt.Sprintf("%s=%s on every node of the pool", v1alpha1.LabelDriver, e.Release.Driver), Observed: fmt.Sprintf("%d of %d", len(members)-len(unselected), len(members))}
 			if len(unselected) > 0 {
-				sel.Status, sel.Message = Fail, fmt.Sprintf("running %s but selected by no NVIDIADriver of the release, so the operator may take the driver away: %s (label each with %s=%s)", e.Release.Driver, strings.Join(unselected, ", "), v1alpha1.LabelDriver, e.Release.Driver)
+				sel.Status, sel.Message = Fail, driverLabelMessage(e, unselected, unlabelled)
 			}
 			checks = append(checks, sel)
 		}
@@ -250,6 +253,24 @@ func GPUErrors(e Expected, n corev1.Node) []string {
 		}
 	}
 	return out
+}
+
+// driverLabelMessage says what the driver-label check found: each node
+// running the release's driver that no NVIDIADriver of it selects, and who
+// fixes it. A node without the label is gpufleet-controller's to label (it
+// labels a node that joins with the driver it runs, at its next pass, see
+// planner's joining rule); a node labelled for another driver is not (the
+// controller only labels a node that has none), so a person sets it.
+func driverLabelMessage(e Expected, unselected, unlabelled []string) string {
+	msg := fmt.Sprintf("running %s but selected by no NVIDIADriver of the release, so the operator may take the driver away: %s", e.Release.Driver, strings.Join(unselected, ", "))
+	var fixes []string
+	if len(unlabelled) > 0 {
+		fixes = append(fixes, fmt.Sprintf("gpufleet-controller labels a node without %s at its next pass (%s): is it running, and is the lifecycle step applied?", v1alpha1.LabelDriver, strings.Join(unlabelled, ", ")))
+	}
+	if len(unlabelled) < len(unselected) {
+		fixes = append(fixes, fmt.Sprintf("a node labelled for another driver keeps it: label it %s=%s", v1alpha1.LabelDriver, e.Release.Driver))
+	}
+	return msg + ". " + strings.Join(fixes, "; ")
 }
 
 // Held reports whether node n is under gpufleet on the gpu-operator

@@ -99,8 +99,8 @@ func TestEvaluate(t *testing.T) {
 		{"node on the old driver", func(_ Expected, o *Observed) { o.Nodes[1].Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15" }, "nodes/h100/driver", "h100-b=550.54.15"},
 		{"node on the driver without its gpufleet.io/driver label", func(_ Expected, o *Observed) {
 			delete(o.Nodes[2].Labels, "gpufleet.io/driver")
-		}, "nodes/h100/driver-label", "selected by no NVIDIADriver of the release, so the operator may take the driver away: h100-c=none"},
-		{"node on the driver labelled for another", func(_ Expected, o *Observed) { o.Nodes[0].Labels["gpufleet.io/driver"] = "550.54.15" }, "nodes/h100/driver-label", "h100-a=550.54.15"},
+		}, "nodes/h100/driver-label", "selected by no NVIDIADriver of the release, so the operator may take the driver away: h100-c=none. gpufleet-controller labels a node without gpufleet.io/driver at its next pass (h100-c): is it running, and is the lifecycle step applied?"},
+		{"node on the driver labelled for another", func(_ Expected, o *Observed) { o.Nodes[0].Labels["gpufleet.io/driver"] = "550.54.15" }, "nodes/h100/driver-label", "h100-a=550.54.15. a node labelled for another driver keeps it: label it gpufleet.io/driver=570.172.08"},
 		// The controller's own label on a node it is rolling back, before the driver changes.
 		{"node rolling back, label flipped first", func(_ Expected, o *Observed) {
 			o.Nodes[3].Labels["gpufleet.io/driver"] = "550.54.15"
