@@ -423,14 +423,21 @@ func printStatus(out io.Writer, st *promote.Status) {
 	header := "WAVE\tCLUSTER\tRELEASE\tSTATE"
 	if st.Live {
 		// ROLLOUT is the cluster's DriverRollout as it stands, so a rollout
-		// that completed with nodes rolled back shows as such.
-		header += "\tROLLOUT\tGATE"
+		// that completed with nodes rolled back shows as such; ADOPTION
+		// where the cluster stands in coming under gpufleet.
+		header += "\tROLLOUT\tADOPTION\tGATE"
 	}
 	fmt.Fprintln(tw, header)
 	for _, c := range st.Clusters {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s", c.Wave, c.Cluster, c.Release, c.State)
 		if st.Live {
-			line += "\t" + cmp.Or(c.Lifecycle, "-") + "\t" + c.Gate
+			adoption := "-"
+			if c.Adoption != nil {
+				// Who runs the driver and how many GPU nodes are
+				// under gpufleet: "clusterpolicy, 3/4 held".
+				adoption = c.Adoption.String()
+			}
+			line += "\t" + cmp.Or(c.Lifecycle, "-") + "\t" + adoption + "\t" + c.Gate
 		}
 		fmt.Fprintln(tw, line)
 	}

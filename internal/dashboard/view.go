@@ -41,7 +41,11 @@ type ClusterView struct {
 	Verdict gate.Status  `json:"verdict"`
 	Gate    string       `json:"gate"`
 	Checks  []gate.Check `json:"checks,omitempty"`
-	Rollout *RolloutView `json:"rollout,omitempty"`
+	// Adoption is where the cluster stands in coming under gpufleet (who
+	// runs its driver, how many GPU nodes gpufleet moves), as `gpufleet
+	// status --live` shows it.
+	Adoption *gate.Adoption `json:"adoption,omitempty"`
+	Rollout  *RolloutView   `json:"rollout,omitempty"`
 	// Explanation is the explain library's answer for a cluster that has
 	// not converged, when the dashboard has one.
 	Explanation *Explanation `json:"explanation,omitempty"`

@@ -153,3 +153,37 @@ func TestEveryCheckKindShows(t *testing.T) {
 		}
 	}
 }
+
+// TestCardShowsAdoption: a cluster's card says who runs its GPU driver
+// (and that the cluster disagrees with the fleet file, when it does) and
+// how many of its GPU nodes are under gpufleet of how many.
+func TestCardShowsAdoption(t *testing.T) {
+	p, err := newPageTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		a    gate.Adoption
+		want []string
+		not  string
+	}{
+		{gate.Adoption{DriverManagement: "clusterpolicy", LiveDriverManagement: "clusterpolicy", By: gate.AdoptedHeld, Under: 3, Nodes: 4},
+			[]string{"driver managed by <b>clusterpolicy</b>;", "3 of 4 GPU nodes under gpufleet (held)", `data-adoption="3/4"`}, "on the cluster"},
+		{gate.Adoption{DriverManagement: "nvidiadriver", LiveDriverManagement: "clusterpolicy", By: gate.AdoptedLabelled, Under: 0, Nodes: 6},
+			[]string{"by <b class=\"error\">clusterpolicy</b> on the cluster", "0 of 6 GPU nodes under gpufleet (labelled)"}, ""},
+	} {
+		v := &ClusterView{Name: "c", Reachable: true, Verdict: gate.Fail, Adoption: &tt.a}
+		var buf bytes.Buffer
+		if err := p.cluster(&buf, v); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("the card lacks %q:\n%s", want, buf.String())
+			}
+		}
+		if tt.not != "" && strings.Contains(buf.String(), tt.not) {
+			t.Errorf("the card says %q:\n%s", tt.not, buf.String())
+		}
+	}
+}

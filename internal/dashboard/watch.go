@@ -325,6 +325,8 @@ func (w *clusterWatch) rebuild(ctx context.Context, c cache.Cache) time.Time {
 		v.Warning = fmt.Sprintf("a watch failed at %s (%v): what is shown may be stale", watchAt.UTC().Format(time.TimeOnly), watchErr)
 	}
 	v.Checks = gate.Evaluate(e, o)
+	adoption := gate.AdoptionOf(e, o)
+	v.Adoption = &adoption
 	rep := gate.Report{Checks: v.Checks}
 	v.Verdict = rep.Verdict()
 	v.Gate = gateSummary(w.d.clusterStatus(w.name), v.Checks)

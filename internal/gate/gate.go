@@ -47,6 +47,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	start := opts.Now()
 	rep := &Report{Revision: opts.Revision, Clusters: slices.Clone(opts.Clusters)}
 	results := make([][]Check, len(opts.Clusters))
+	adoption := make([]*Adoption, len(opts.Clusters))
 	kc, err := LoadKubeconfig(opts.Kubeconfig)
 	if err != nil {
 		for i, name := range opts.Clusters {
@@ -66,7 +67,7 @@ func Run(ctx context.Context, opts Options) *Report {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				results[i] = checkCluster(ctx, opts, kc, name)
+				results[i], adoption[i] = checkCluster(ctx, opts, kc, name)
 				if opts.Checked != nil {
 					opts.Checked(name)
 				}
@@ -74,8 +75,14 @@ func Run(ctx context.Context, opts Options) *Report {
 		}
 		wg.Wait()
 	}
-	for _, r := range results {
+	for i, r := range results {
 		rep.Checks = append(rep.Checks, r...)
+		if a := adoption[i]; a != nil {
+			if rep.Adoption == nil {
+				rep.Adoption = map[string]Adoption{}
+			}
+			rep.Adoption[opts.Clusters[i]] = *a
+		}
 	}
 	rep.Took = opts.Now().Sub(start)
 	return rep
@@ -88,13 +95,14 @@ func unknown(opts Options, name, msg string) []Check {
 }
 
 // checkCluster connects through the cluster's kubeconfig context and
-// evaluates it; any failure to connect or read is one Unknown check.
-func checkCluster(ctx context.Context, opts Options, kc *Kubeconfig, name string) []Check {
+// evaluates it; any failure to connect or read is one Unknown check, and no
+// adoption.
+func checkCluster(ctx context.Context, opts Options, kc *Kubeconfig, name string) ([]Check, *Adoption) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	c, err := kc.Client(opts.Fleet.Clusters[name].Context)
 	if err != nil {
-		return unknown(opts, name, err.Error())
+		return unknown(opts, name, err.Error()), nil
 	}
 	e := Expect(opts.Fleet, name, opts.Revision)
 	type result struct {
@@ -110,13 +118,14 @@ func checkCluster(ctx context.Context, opts Options, kc *Kubeconfig, name string
 	case r := <-done:
 		if r.err != nil {
 			if ctx.Err() != nil {
-				return unknown(opts, name, fmt.Sprintf("timed out after %s: %v", opts.Timeout, r.err))
+				return unknown(opts, name, fmt.Sprintf("timed out after %s: %v", opts.Timeout, r.err)), nil
 			}
-			return unknown(opts, name, r.err.Error())
+			return unknown(opts, name, r.err.Error()), nil
 		}
-		return Evaluate(e, r.o)
+		a := AdoptionOf(e, r.o)
+		return Evaluate(e, r.o), &a
 	case <-ctx.Done():
-		return unknown(opts, name, fmt.Sprintf("timed out after %s", opts.Timeout))
+		return unknown(opts, name, fmt.Sprintf("timed out after %s", opts.Timeout)), nil
 	}
 }
 

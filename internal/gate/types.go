@@ -32,6 +32,10 @@ type Report struct {
 	Clusters []string      `json:"clusters"`
 	Checks   []Check       `json:"checks"`
 	Took     time.Duration `json:"took"`
+	// Adoption is where each cluster read stands in coming under gpufleet
+	// (AdoptionOf), by cluster; `gpufleet status --live` shows it. The
+	// gate's own document leaves it out: its checks say the same per pool.
+	Adoption map[string]Adoption `json:"-"`
 }
 
 // Verdict sums the report up: Fail if any check failed, else Unknown if any

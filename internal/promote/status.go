@@ -38,6 +38,12 @@ type ClusterStatus struct {
 	// phase, nodes done and failure budget used, e.g. "CompletedWithFailures,
 	// 23/24 done, budget used 1 of 2" (a node rolled back).
 	Lifecycle string `json:"lifecycle,omitempty"`
+	// Adoption is where the cluster stands in coming under gpufleet, as
+	// the gate read it (live only): who runs its GPU driver, by the fleet
+	// file and by its ClusterPolicy, and how many of its GPU nodes are
+	// under gpufleet (labelled on gpufleet's actuator, held on the
+	// operator's) of how many.
+	Adoption *gate.Adoption `json:"adoption,omitempty"`
 }
 
 // ServicePlacement is one service and the clusters it runs on.
@@ -173,6 +179,9 @@ func (st *Status) AddGate(rep *gate.Report) {
 	for i := range st.Clusters {
 		c := &st.Clusters[i]
 		c.Lifecycle = lifecycle[c.Cluster]
+		if a, ok := rep.Adoption[c.Cluster]; ok {
+			c.Adoption = &a
+		}
 		c.Gate = string(verdict[c.Cluster])
 		if n := len(failed[c.Cluster]); n > 0 {
 			c.Gate += fmt.Sprintf(" (%s)", strings.Join(failed[c.Cluster], ", "))
