@@ -30,8 +30,20 @@ import (
 // documents the migration as two separate Helm upgrades and warns against
 // combining them. Write and Diff therefore refuse, before writing anything,
 // a render that makes the switch against the tree already in the output
-// folder unless the operator is at v26.7.0 or later on both sides and its
-// version does not change.
+// folder. Below v26.7.0, or with the version changing in the same render,
+// it would take every driver down; on v26.7.0 or later, gpufleet does not
+// drive the operator's migration yet (it would need the operator's upgrade
+// policy on while nothing else moves, and a new DriverRollout to hold and
+// release each node of it, and no v26.7.0 operator runs here to prove
+// that), so a cluster adopted in ClusterPolicy mode stays in it, moved by
+// the gpu-operator actuator, which the real operator has proven.
+//
+// The switch back, from NVIDIADriver to ClusterPolicy management, is
+// refused on every version: the ClusterPolicy's DaemonSet is created for
+// every node at once (its pods wait only for the NVIDIADriver pods to go),
+// and Flux prunes the NVIDIADrivers in the same apply, whose DaemonSets the
+// operator deletes with their pods: every node's driver is replaced at
+// once. No operator version migrates that way node by node.
 
 // minOrphanMigration is the first GPU Operator version that orphans the
 // ClusterPolicy's driver pods when it is switched to NVIDIADriver
@@ -55,16 +67,27 @@ type SwitchError struct {
 	// From and To are the GPU Operator versions in the output folder and
 	// in the render.
 	From, To string
+	// Back: the switch is from NVIDIADriver to ClusterPolicy management.
+	Back bool
 }
 
 func (e *SwitchError) Error() string {
+	if e.Back {
+		return fmt.Sprintf("cluster %s: refusing to switch the GPU Operator from NVIDIADriver to ClusterPolicy driver management (gpu-operator %s in the output folder, %s in this render): "+
+			"the ClusterPolicy's nvidia-driver-daemonset would start on every node at once while Flux prunes the NVIDIADrivers, whose DaemonSets the operator deletes with every driver pod; "+
+			"no GPU Operator version moves nodes that way one at a time. Keep driver-management = %q in [clusters.%s.gpu-operator]",
+			e.Cluster, e.From, e.To, fleet.DriverManagementNVIDIADriver, e.Cluster)
+	}
 	why := fmt.Sprintf("gpu-operator %s deletes nvidia-driver-daemonset, and with it every driver pod of the cluster at once, when its ClusterPolicy stops managing the driver", olderOf(e.From, e.To))
-	if e.From != e.To && !below(e.From, minOrphanMigration) && !below(e.To, minOrphanMigration) {
+	switch {
+	case e.From != e.To && !below(e.From, minOrphanMigration) && !below(e.To, minOrphanMigration):
 		why = fmt.Sprintf("the operator's own migration of the driver pods needs v%s or later already running in ClusterPolicy mode: upgrading it and switching in one step is what NVIDIA warns against", minOrphanMigration)
+	case e.From == e.To && !below(e.To, minOrphanMigration):
+		why = fmt.Sprintf("gpu-operator %s would migrate the driver pods itself, node by node, but gpufleet does not hold and release that migration under the cluster's policy yet", e.To)
 	}
 	return fmt.Sprintf("cluster %s: refusing to switch the GPU Operator from ClusterPolicy to NVIDIADriver driver management (gpu-operator %s in the output folder, %s in this render): %s. "+
-		"Keep driver-management = %q in [clusters.%s.gpu-operator] and upgrade the operator to v%s or later in ClusterPolicy mode first, let Flux apply it, then switch in a render of its own",
-		e.Cluster, e.From, e.To, why, fleet.DriverManagementClusterPolicy, e.Cluster, minOrphanMigration)
+		"Keep driver-management = %q in [clusters.%s.gpu-operator]: the gpu-operator actuator moves its nodes one at a time under the policy",
+		e.Cluster, e.From, e.To, why, fleet.DriverManagementClusterPolicy, e.Cluster)
 }
 
 // olderOf names the version below minOrphanMigration of the two (the
@@ -86,10 +109,10 @@ func below(v string, min semver.Version) bool {
 // switchRefused judges one cluster's GPU Operator from old (the output
 // folder) to new (the render).
 func switchRefused(cluster string, old, new gpuOperatorState) error {
-	if old.nvidiaDriver || !new.nvidiaDriver {
-		return nil
+	if old.nvidiaDriver && !new.nvidiaDriver {
+		return &SwitchError{Cluster: cluster, From: old.version, To: new.version, Back: true}
 	}
-	if old.version == new.version && !below(new.version, minOrphanMigration) {
+	if old.nvidiaDriver || !new.nvidiaDriver {
 		return nil
 	}
 	return &SwitchError{Cluster: cluster, From: old.version, To: new.version}

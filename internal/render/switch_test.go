@@ -73,10 +73,10 @@ func renderSwitch(t *testing.T, f *fleet.Fleet) *Output {
 // is written when the operator is below v26.7.0 on either side or changes
 // version in the same render (the operator would delete
 // nvidia-driver-daemonset with every driver pod at once, or the migration
-// would be combined with the upgrade NVIDIA says to keep apart); allowed
-// with v26.7.0 or later on both sides and no version change, and in the
-// other direction. The previous mode is read from what render wrote: the
-// HelmRelease's values, or the rendered ClusterPolicy.
+// would be combined with the upgrade NVIDIA says to keep apart), and on
+// v26.7.0 or later too, whose own node-by-node migration gpufleet does not
+// drive yet. The switch back is refused on every version. The previous mode is read from what
+// render wrote: the HelmRelease's values, or the rendered ClusterPolicy.
 func TestSwitchToNVIDIADriverRefused(t *testing.T) {
 	cp, nd := fleet.DriverManagementClusterPolicy, fleet.DriverManagementNVIDIADriver
 	hr, mf := fleet.ModeHelmRelease, fleet.ModeManifests
@@ -90,14 +90,15 @@ func TestSwitchToNVIDIADriverRefused(t *testing.T) {
 		from, to, sentence string
 	}{
 		{"below v26.7.0", hr, "v25.3.4", cp, hr, "v25.3.4", nd, true, "v25.3.4", "v25.3.4", "gpu-operator v25.3.4 deletes nvidia-driver-daemonset, and with it every driver pod of the cluster at once"},
-		{"v26.7.0 on both sides", hr, "v26.7.0", cp, hr, "v26.7.0", nd, false, "", "", ""},
+		{"v26.7.0 on both sides: the operator's migration is not driven by gpufleet yet", hr, "v26.7.0", cp, hr, "v26.7.0", nd, true, "v26.7.0", "v26.7.0", "does not hold and release that migration under the cluster's policy yet"},
 		{"upgraded to v26.7.0 and switched in one render", hr, "v25.10.1", cp, hr, "v26.7.0", nd, true, "v25.10.1", "v26.7.0", "gpu-operator v25.10.1 deletes nvidia-driver-daemonset"},
 		{"downgraded below v26.7.0 and switched", hr, "v26.7.0", cp, hr, "v25.10.1", nd, true, "v26.7.0", "v25.10.1", "gpu-operator v25.10.1 deletes nvidia-driver-daemonset"},
 		{"upgraded from v26.7.0 and switched in one render", hr, "v26.7.0", cp, hr, "v26.9.0", nd, true, "v26.7.0", "v26.9.0", "needs v26.7.0 or later already running in ClusterPolicy mode"},
 		{"manifests mode, read from the ClusterPolicy", mf, "v25.3.4", cp, mf, "v25.3.4", nd, true, "v25.3.4", "v25.3.4", "every driver pod"},
-		{"manifests mode, v26.7.0 on both sides", mf, "v26.7.0", cp, mf, "v26.7.0", nd, false, "", "", ""},
+		{"manifests mode, v26.7.0 on both sides", mf, "v26.7.0", cp, mf, "v26.7.0", nd, true, "v26.7.0", "v26.7.0", "node by node"},
 		{"chart mode changed too", hr, "v25.3.4", cp, mf, "v25.3.4", nd, true, "v25.3.4", "v25.3.4", "every driver pod"},
-		{"back to ClusterPolicy", hr, "v25.3.4", nd, hr, "v25.3.4", cp, false, "", "", ""},
+		{"back to ClusterPolicy", hr, "v25.3.4", nd, hr, "v25.3.4", cp, true, "v25.3.4", "v25.3.4", "no GPU Operator version moves nodes that way one at a time"},
+		{"back to ClusterPolicy on v26.7.0 too", mf, "v26.7.0", nd, mf, "v26.7.0", cp, true, "v26.7.0", "v26.7.0", "nvidia-driver-daemonset would start on every node at once"},
 		{"ClusterPolicy kept while upgrading", hr, "v25.3.4", cp, hr, "v26.7.0", cp, false, "", "", ""},
 		{"NVIDIADriver kept", hr, "v25.3.4", nd, hr, "v25.10.1", nd, false, "", "", ""},
 	}
@@ -130,11 +131,19 @@ func TestSwitchToNVIDIADriverRefused(t *testing.T) {
 			if se.Cluster != "a" || se.From != tt.from || se.To != tt.to {
 				t.Errorf("refusal %+v, want cluster a, %s to %s", *se, tt.from, tt.to)
 			}
-			for _, want := range []string{
+			wants := []string{
 				"cluster a: refusing to switch the GPU Operator from ClusterPolicy to NVIDIADriver driver management (gpu-operator " + tt.from + " in the output folder, " + tt.to + " in this render)",
 				tt.sentence,
-				`Keep driver-management = "clusterpolicy" in [clusters.a.gpu-operator] and upgrade the operator to v26.7.0 or later in ClusterPolicy mode first, let Flux apply it, then switch in a render of its own`,
-			} {
+				`Keep driver-management = "clusterpolicy" in [clusters.a.gpu-operator]: the gpu-operator actuator moves its nodes one at a time under the policy`,
+			}
+			if tt.newMode == cp {
+				wants = []string{
+					"cluster a: refusing to switch the GPU Operator from NVIDIADriver to ClusterPolicy driver management (gpu-operator " + tt.from + " in the output folder, " + tt.to + " in this render)",
+					tt.sentence,
+					`Keep driver-management = "nvidiadriver" in [clusters.a.gpu-operator]`,
+				}
+			}
+			for _, want := range wants {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("the refusal does not say %q:\n%s", want, err)
 				}
