@@ -18,6 +18,14 @@ type OperatorInstall struct {
 	// or DriverManagementClusterPolicy. The GPU Operator's table only: the
 	// Network Operator's refuses it.
 	DriverManagement string `toml:"driver-management"`
+	// ValuesYAML is the values key as written: the release's own chart
+	// values, the YAML of a Helm values file (see values.go).
+	ValuesYAML string `toml:"values"`
+	// Values are ValuesYAML as Helm reads a values file; nil when the
+	// table has none. render merges gpufleet's own values over them. They
+	// never hold a key gpufleet owns (GPUOperatorOwnedValues,
+	// NetworkOperatorOwnedValues): Parse refuses those.
+	Values map[string]any `toml:"-"`
 }
 
 // The operators' installs when the fleet file says nothing: the release
@@ -104,11 +112,14 @@ func (f *Fleet) validateInstall(probs *problemList, c *Cluster, in *OperatorInst
 	}
 	table := "network-operator"
 	defRelease, defNamespace := DefaultNetworkOperatorRelease, DefaultNetworkOperatorNamespace
+	owned := NetworkOperatorOwnedValues
 	if gpu {
 		table = "gpu-operator"
 		defRelease, defNamespace = DefaultGPUOperatorRelease, DefaultGPUOperatorNamespace
+		owned = GPUOperatorOwnedValues
 	}
 	key := joinKey(joinKey("clusters", c.Name), table)
+	f.validateValues(probs, c, key, in, owned)
 	written := func(field string) bool { _, ok := f.positions.at[key+"."+field]; return ok }
 	empty := func(field, def string) {
 		probs.add(key+"."+field, "%s must not be empty: leave it out for the default %q", field, def)

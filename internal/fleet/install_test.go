@@ -68,7 +68,7 @@ func TestOperatorInstallProblems(t *testing.T) {
 			},
 			want: []string{
 				`f.toml:16:1: clusters.stg.gpu-operator.releaseName: unknown key`,
-				`f.toml:27:42: clusters.prod.network-operator.chart: unknown key`,
+				`f.toml:43:42: clusters.prod.network-operator.chart: unknown key`,
 			},
 		},
 		{
@@ -86,7 +86,7 @@ func TestOperatorInstallProblems(t *testing.T) {
 				return strings.Replace(s, `gpu-operator = { release = "gpu-op" }`, `gpu-operator = "v25.3.4"`, 1)
 			},
 			want: []string{
-				`f.toml:25:16: clusters.prod.gpu-operator: wrong type: got a string, want a table`,
+				`f.toml:41:16: clusters.prod.gpu-operator: wrong type: got a string, want a table`,
 			},
 		},
 		{
@@ -101,7 +101,7 @@ func TestOperatorInstallProblems(t *testing.T) {
 				`f.toml:14:1: clusters.stg.gpu-operator.release: "GPU_Operator" is not a Helm release name: use at most 53 lower-case letters, digits and '-', starting and ending with a letter or digit`,
 				`f.toml:15:1: clusters.stg.gpu-operator.namespace: "nvidia.gpu" is not a namespace name: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit`,
 				`f.toml:16:1: clusters.stg.gpu-operator.driver-management: "ClusterPolicy" is not a driver management mode: use "nvidiadriver" (gpufleet's NVIDIADrivers, one per pool and driver version) or "clusterpolicy" (the ClusterPolicy's one driver DaemonSet, as a default install of the operator runs it)`,
-				`f.toml:25:18: clusters.prod.gpu-operator.release: "` + strings.Repeat("a", 54) + `" is not a Helm release name: use at most 53 lower-case letters, digits and '-', starting and ending with a letter or digit`,
+				`f.toml:41:18: clusters.prod.gpu-operator.release: "` + strings.Repeat("a", 54) + `" is not a Helm release name: use at most 53 lower-case letters, digits and '-', starting and ending with a letter or digit`,
 			},
 		},
 		{
@@ -112,7 +112,7 @@ func TestOperatorInstallProblems(t *testing.T) {
 			},
 			want: []string{
 				`f.toml:14:1: clusters.stg.gpu-operator.release: release must not be empty: leave it out for the default "gpu-operator"`,
-				`f.toml:26:42: clusters.prod.network-operator.namespace: namespace must not be empty: leave it out for the default "nvidia-network-operator"`,
+				`f.toml:42:42: clusters.prod.network-operator.namespace: namespace must not be empty: leave it out for the default "nvidia-network-operator"`,
 			},
 		},
 		{
@@ -121,7 +121,7 @@ func TestOperatorInstallProblems(t *testing.T) {
 				return strings.Replace(s, `namespace = "network-operator" }`, `namespace = "network-operator", driver-management = "nvidiadriver" }`, 1)
 			},
 			want: []string{
-				`f.toml:26:74: clusters.prod.network-operator.driver-management: unknown key: driver management is the GPU Operator's; set it in [clusters.prod.gpu-operator]`,
+				`f.toml:42:74: clusters.prod.network-operator.driver-management: unknown key: driver management is the GPU Operator's; set it in [clusters.prod.gpu-operator]`,
 			},
 		},
 		{

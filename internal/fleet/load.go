@@ -48,7 +48,13 @@ func Parse(name string, data []byte) (*Fleet, error) {
 			// A syntax or type error stops decoding: nothing after it can
 			// be trusted.
 			line, col := decErr.Position()
-			probs.addAt(line, col, probs.pos.keyFor(line, decErr.Key()), cleanDecodeMessage(decErr.Error()))
+			key, msg := probs.pos.keyFor(line, decErr.Key()), cleanDecodeMessage(decErr.Error())
+			if strings.Contains(decErr.Error(), "OperatorInstall.ValuesYAML ") {
+				// A table where the chart values' YAML goes.
+				key += ".values"
+				msg += ": write the release's chart values as the YAML of a Helm values file, values = '''...'''"
+			}
+			probs.addAt(line, col, key, msg)
 		} else {
 			probs.addAt(1, 1, "", err.Error())
 		}

@@ -14,7 +14,19 @@ import (
 // semantic checks (a dangling reference, a duplicate) point at the key too.
 type positionIndex struct {
 	at map[string][2]int
+	// text maps the key of a string value that holds a document of its
+	// own (an operator's chart values, YAML) to where its text starts, so
+	// that a problem inside it is placed at its line in the file.
+	text map[string]textStart
 }
+
+// textStart is where the text of a string value starts: the line and
+// column of its first character (after a multi-line string's opening
+// delimiter and the line break that follows it).
+type textStart struct{ line, col int }
+
+// textKey says whether the string at key holds a document of its own.
+func textKey(key string) bool { return strings.HasSuffix(key, ".values") }
 
 // lookup returns the position of key, or of its nearest enclosing key that
 // the file spells out; 0, 0 when nothing matches.
@@ -123,7 +135,7 @@ func indexPositions(data []byte) positionIndex {
 				idx.setOnce(path, pos(first.Raw.Offset))
 			}
 		case unstable.KeyValue:
-			indexKeyValue(&idx, table, e, pos)
+			indexKeyValue(&idx, table, e, pos, data)
 		}
 	}
 	return idx
@@ -135,17 +147,40 @@ func (p *positionIndex) setOnce(key string, lc [2]int) {
 	}
 }
 
-func indexKeyValue(idx *positionIndex, base string, kv *unstable.Node, pos func(uint32) [2]int) {
+func indexKeyValue(idx *positionIndex, base string, kv *unstable.Node, pos func(uint32) [2]int, data []byte) {
 	path, first := keyPath(base, kv.Key())
 	if first == nil {
 		return
 	}
 	// Every prefix of a dotted key (a.b.c = 1) is a table the file spells.
 	idx.setOnce(path, pos(first.Raw.Offset))
-	indexValue(idx, path, kv.Value(), pos)
+	if v := kv.Value(); v != nil && v.Kind == unstable.String && textKey(path) {
+		lc := pos(v.Raw.Offset + stringTextOffset(data[v.Raw.Offset:v.Raw.Offset+v.Raw.Length]))
+		if idx.text == nil {
+			idx.text = map[string]textStart{}
+		}
+		idx.text[path] = textStart{lc[0], lc[1]}
+	}
+	indexValue(idx, path, kv.Value(), pos, data)
 }
 
-func indexValue(idx *positionIndex, path string, v *unstable.Node, pos func(uint32) [2]int) {
+// stringTextOffset is where the text of a TOML string starts in its raw
+// form: after the opening delimiter and, for a multi-line string, the line
+// break right after it, which TOML drops.
+func stringTextOffset(raw []byte) uint32 {
+	if len(raw) >= 3 && (string(raw[:3]) == `"""` || string(raw[:3]) == "'''") {
+		switch {
+		case len(raw) > 3 && raw[3] == '\n':
+			return 4
+		case len(raw) > 4 && raw[3] == '\r' && raw[4] == '\n':
+			return 5
+		}
+		return 3
+	}
+	return 1
+}
+
+func indexValue(idx *positionIndex, path string, v *unstable.Node, pos func(uint32) [2]int, data []byte) {
 	if v == nil {
 		return
 	}
@@ -158,12 +193,12 @@ func indexValue(idx *positionIndex, path string, v *unstable.Node, pos func(uint
 			if child.Raw.Length > 0 || child.Raw.Offset > 0 {
 				idx.setOnce(key, pos(child.Raw.Offset))
 			}
-			indexValue(idx, key, child, pos)
+			indexValue(idx, key, child, pos, data)
 		}
 	case unstable.InlineTable:
 		it := v.Children()
 		for it.Next() {
-			indexKeyValue(idx, path, it.Node(), pos)
+			indexKeyValue(idx, path, it.Node(), pos, data)
 		}
 	}
 }
