@@ -87,8 +87,9 @@ type hooks struct {
 	Unlocked bool
 }
 
-// Step is one planning pass of one rollout, for Observe; or, with
-// Released set, the release of a deleted rollout's nodes.
+// Step is one planning pass of one rollout, for the Observe hook (see
+// hooks) and simcheck's Checker; or, with Released set, the release of a
+// deleted rollout's nodes.
 type Step struct {
 	At      time.Time
 	Rollout *v1alpha1.DriverRollout
