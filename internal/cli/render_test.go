@@ -163,7 +163,7 @@ func TestRenderRefusesUnsafeDriverManagementSwitch(t *testing.T) {
 	for _, args := range [][]string{{"render"}, {"render", "--check"}} {
 		code, out, errOut := run(t, append(args, "-f", fleetFile)...)
 		if code != ExitFailed || !strings.Contains(errOut, "cluster stg-h100: refusing to switch the GPU Operator from ClusterPolicy to NVIDIADriver driver management (gpu-operator v25.3.4 in the output folder, v25.3.4 in this render)") ||
-			!strings.Contains(errOut, "nvidia-driver-daemonset") || !strings.Contains(errOut, "then switch in a render of its own") {
+			!strings.Contains(errOut, "nvidia-driver-daemonset") || !strings.Contains(errOut, "the gpu-operator actuator moves its nodes one at a time") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 1 and the refusal", args, code, out, errOut)
 		}
 	}
