@@ -2,8 +2,8 @@ package charts
 
 import (
 	"context"
+	"errors"
 	"fmt"
-
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +21,11 @@ type ChartSpec struct {
 	Name    string
 	Version string
 	Values  map[string]any
+	// Clusters are the clusters that install the chart with Values (their
+	// own merged under gpufleet's), named when the chart refuses them;
+	// none when no cluster does (gpufleet's values alone, as a cluster
+	// without values of its own would have them).
+	Clusters []string
 }
 
 // ExtraObject is an object gpufleet itself writes for clusters on a release
@@ -57,6 +62,13 @@ type Failure struct {
 	Chart   string `json:"chart,omitempty"`
 	Version string `json:"version,omitempty"`
 	Error   string `json:"error"`
+	// ValuesRefused says the chart refused the values (its
+	// values.schema.json): a problem of the values, which Helm would refuse
+	// the same way, rather than a check that could not be done.
+	ValuesRefused bool `json:"valuesRefused,omitempty"`
+	// Clusters are the clusters that install the chart with those values
+	// (ChartSpec.Clusters).
+	Clusters []string `json:"clusters,omitempty"`
 }
 
 // Report is the outcome of Checker.Check.
@@ -138,7 +150,9 @@ func (c *Checker) checkRelease(ctx context.Context, rel ReleaseSpec, r *Report, 
 		}
 		objs, err := Render(lc.chart, cs.Values, opts)
 		if err != nil {
-			r.Failures = append(r.Failures, Failure{Release: rel.Name, Chart: cs.Name, Version: cs.Version, Error: err.Error()})
+			var verr *ValuesError
+			r.Failures = append(r.Failures, Failure{Release: rel.Name, Chart: cs.Name, Version: cs.Version, Error: err.Error(),
+				ValuesRefused: errors.As(err, &verr), Clusters: cs.Clusters})
 			continue
 		}
 		// The chart's own CRDs first, then the other charts' of the release:

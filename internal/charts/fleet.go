@@ -71,13 +71,18 @@ func ReleaseSpecs(f *fleet.Fleet, files []render.ReleaseFile) ([]ReleaseSpec, er
 		spec := ReleaseSpec{Name: name, Objects: byRelease[name]}
 		if rel.GPUOperator != "" {
 			// Once per distinct values the clusters install it with (their
-			// actuator sets the operator's upgrade policy).
+			// actuator sets the operator's upgrade policy; an adopted
+			// cluster brings values of its own).
 			for _, v := range render.GPUOperatorValueSets(f, rel) {
-				spec.Charts = append(spec.Charts, ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: v})
+				spec.Charts = append(spec.Charts, ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: v.Values, Clusters: v.Clusters})
 			}
 		}
 		if rel.NetworkOperator != "" {
-			spec.Charts = append(spec.Charts, ChartSpec{Name: "network-operator", Version: rel.NetworkOperator, Values: render.NetworkOperatorValues(rel)})
+			// Once per distinct values too: clusters adopted with values
+			// of their own.
+			for _, v := range render.NetworkOperatorValueSets(f, rel) {
+				spec.Charts = append(spec.Charts, ChartSpec{Name: "network-operator", Version: rel.NetworkOperator, Values: v.Values, Clusters: v.Clusters})
+			}
 		}
 		specs = append(specs, spec)
 	}

@@ -72,7 +72,7 @@ func Render(ch *chart.Chart, values map[string]any, opts RenderOptions) ([]Objec
 	rel := chartutil.ReleaseOptions{Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true}
 	renderVals, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, rel, caps, opts.SkipSchemaValidation)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s values: %w", ch.Name(), err)
+		return nil, &ValuesError{Chart: ch.Name(), Err: err}
 	}
 	files, err := engine.Render(ch, renderVals)
 	if err != nil {
@@ -80,6 +80,17 @@ func Render(ch *chart.Chart, values map[string]any, opts RenderOptions) ([]Objec
 	}
 	return parseRendered(files)
 }
+
+// ValuesError is a chart refusing the values it is rendered with: its
+// values.schema.json (or a subchart's) says they are wrong, as Helm would
+// refuse them at install or upgrade.
+type ValuesError struct {
+	Chart string
+	Err   error
+}
+
+func (e *ValuesError) Error() string { return fmt.Sprintf("chart %s values: %v", e.Chart, e.Err) }
+func (e *ValuesError) Unwrap() error { return e.Err }
 
 func capabilities(opts RenderOptions) (*chartutil.Capabilities, error) {
 	kv := opts.KubeVersion

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,11 @@ Charts come from --charts (a folder laid out as <chart>/<version>/, or one
 .tgz), --repo (a Helm repository URL or an oci:// reference), or else the
 fleet file's [charts] repository. Downloads are cached under the user's
 cache directory.
+
+A cluster adopted with its Helm release's own values ([clusters.<name>.gpu-operator]
+values) has the chart rendered with them merged under gpufleet's, at every
+release's version, and checked against the chart's values.schema.json as Helm
+would: values a chart refuses are a problem, naming the clusters.
 
 Exit codes: 0 all valid, 1 problems found, 2 bad command line, 3 a chart
 could not be found, read or rendered (and no problem was found elsewhere).`,
@@ -103,13 +109,29 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	if err := printReport(out, errOut, o.output, report, len(f.ReleaseNames())); err != nil {
 		return err
 	}
+	refused, _ := splitFailures(report.Failures)
 	switch {
-	case len(report.Findings) > 0:
+	case len(report.Findings) > 0 || len(refused) > 0:
 		return silentFailure{code: ExitFailed}
 	case len(report.Failures) > 0:
 		return silentFailure{code: ExitUnknown}
 	}
 	return nil
+}
+
+// splitFailures tells the charts that refused their values (a cluster's
+// own values, or gpufleet's, that the chart's values.schema.json says are
+// wrong: a problem found, as Helm would refuse them) from the checks that
+// could not be done.
+func splitFailures(fs []charts.Failure) (refused, notChecked []charts.Failure) {
+	for _, f := range fs {
+		if f.ValuesRefused {
+			refused = append(refused, f)
+		} else {
+			notChecked = append(notChecked, f)
+		}
+	}
+	return refused, notChecked
 }
 
 // chartVersions counts the distinct operator chart versions of the fleet
@@ -165,12 +187,20 @@ func printReport(out, errOut io.Writer, format string, r *charts.Report, release
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Release, chart, f.Object(), f.Message(), f.Origin)
 	}
-	for _, f := range r.Failures {
+	refused, notChecked := splitFailures(r.Failures)
+	for _, f := range refused {
+		from := "-"
+		if len(f.Clusters) > 0 {
+			from = "values of " + strings.Join(f.Clusters, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t-\tvalues refused: %s\t%s\n", f.Release, f.Chart, f.Version, f.Error, from)
+	}
+	for _, f := range notChecked {
 		fmt.Fprintf(tw, "%s\t%s %s\t-\tcould not check: %s\t-\n", f.Release, f.Chart, f.Version, f.Error)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(errOut, "gpufleet: %d problem(s), %d chart(s) not checked\n", len(r.Findings), len(r.Failures))
+	fmt.Fprintf(errOut, "gpufleet: %d problem(s), %d chart(s) not checked\n", len(r.Findings)+len(refused), len(notChecked))
 	return nil
 }

@@ -220,3 +220,68 @@ func TestValidateEveryReleaseAsIfEachClusterRanIt(t *testing.T) {
 		t.Errorf("exit %d, want 1 and a line containing\n%s\ngot:\n%s%s", code, want, out, errOut)
 	}
 }
+
+// TestValidateAdoptedValuesAgainstSchema: a cluster's own chart values are
+// rendered merged under gpufleet's at every release's version and checked
+// against the chart's values.schema.json as Helm would check them. The
+// GPU Operator's Node Feature Discovery subchart has a schema from v26.7.0:
+// a cluster on v25.3.4 (release c, no schema) whose values give it a
+// replica count as a word is refused at release e's v26.7.0, naming the
+// cluster (exit 1: a problem found, not a check that could not be done);
+// the same values with a number pass.
+func TestValidateAdoptedValuesAgainstSchema(t *testing.T) {
+	ops := operatorsDir(t)
+	adopted := func(replicas string) string {
+		src := strings.Replace(allVersionsFleet, "RELEASE", "c", 1)
+		return strings.Replace(src, "[[clusters.one.pools]]", `[clusters.one.gpu-operator]
+release = "gpu-operator-1712345678"
+values = '''
+driver:
+  repository: registry.example.com/nvidia
+node-feature-discovery:
+  master:
+    replicaCount: `+replicas+`
+'''
+
+[[clusters.one.pools]]`, 1)
+	}
+	path := filepath.Join(t.TempDir(), "fleet.toml")
+	if err := os.WriteFile(path, []byte(adopted("two")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "validate", "-f", path, "--charts", ops)
+	if code != ExitFailed {
+		t.Errorf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"e gpu-operator v26.7.0 - values refused: chart gpu-operator values:", "replicaCount", "values of one"} {
+		if !strings.Contains(squash(out), want) {
+			t.Errorf("the report does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "could not check") || !strings.Contains(errOut, "1 problem(s), 0 chart(s) not checked") {
+		t.Errorf("a refused value is a problem, not a chart not checked:\n%s%s", out, errOut)
+	}
+	code, out, _ = run(t, "validate", "-f", path, "--charts", ops, "-o", "json")
+	var rep struct {
+		OK       bool
+		Failures []struct {
+			Release, Chart, Version string
+			ValuesRefused           bool
+			Clusters                []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	checkSchema(t, "ValidateReport", []byte(out))
+	if code != ExitFailed || rep.OK || len(rep.Failures) != 1 || !rep.Failures[0].ValuesRefused || rep.Failures[0].Release != "e" || strings.Join(rep.Failures[0].Clusters, ",") != "one" {
+		t.Errorf("-o json: exit %d %+v", code, rep)
+	}
+
+	if err := os.WriteFile(path, []byte(adopted("2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, "validate", "-f", path, "--charts", ops); code != ExitOK {
+		t.Errorf("values the schema takes: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -87,14 +87,15 @@ func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 // GPUOperatorValuesFor are the GPU Operator chart values of cluster running
 // rel, as its policy, its driver management and its DriverRollout stand
 // (GPUOperatorValues with its actuator's upgrade policy, on while the
-// rollout moves the driver; ClusterPolicy mode for a cluster adopted so).
+// rollout moves the driver; ClusterPolicy mode for a cluster adopted so),
+// merged over the cluster's own values.
 func GPUOperatorValuesFor(f *fleet.Fleet, cluster string, rel *fleet.Release) map[string]any {
 	c := f.Clusters[cluster]
 	if c == nil {
 		return GPUOperatorValues(rel)
 	}
 	p := planFor(f, c)
-	return gpuOperatorValues(rel, clusterGPUValues(p, p.movesDriver()))
+	return gpuChartValues(p, rel, p.movesDriver())
 }
 
 // clusterGPUValues is what the GPU Operator values of p's cluster depend on
@@ -107,28 +108,21 @@ func clusterGPUValues(p clusterPlan, moving bool) gpuValues {
 // clusters of f would install rel with, in the clusters' name order,
 // GPUOperatorValues first: what `gpufleet validate` renders the chart with.
 // A cluster on the gpu-operator actuator gives both its values at rest and
-// those while a rollout moves its driver (the upgrade policy on), and a
+// those while a rollout moves its driver (the upgrade policy on), a
 // cluster whose driver stays with the ClusterPolicy its ClusterPolicy-mode
-// values, so validate renders and checks each at the release's version.
-func GPUOperatorValueSets(f *fleet.Fleet, rel *fleet.Release) []map[string]any {
-	out := []map[string]any{GPUOperatorValues(rel)}
-	seen := map[string]bool{}
-	if b, err := jsonMarshal(out[0]); err == nil {
-		seen[string(b)] = true
-	}
+// values, and a cluster with values of its own those merged under
+// gpufleet's, so validate renders and checks each at the release's version
+// (against the chart's values.schema.json too, as Helm would).
+func GPUOperatorValueSets(f *fleet.Fleet, rel *fleet.Release) []ValueSet {
+	sets := valueSets{}
+	sets.add(GPUOperatorValues(rel), "")
 	for _, name := range f.ClusterNames() {
 		p := planFor(f, f.Clusters[name])
 		for _, moving := range []bool{false, true} {
-			v := gpuOperatorValues(rel, clusterGPUValues(p, moving))
-			b, err := jsonMarshal(v)
-			if err != nil || seen[string(b)] {
-				continue
-			}
-			seen[string(b)] = true
-			out = append(out, v)
+			sets.add(gpuChartValues(p, rel, moving), name)
 		}
 	}
-	return out
+	return sets.list
 }
 
 // operatorTolerations let the driver DaemonSet tolerate gpufleet's

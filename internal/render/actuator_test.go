@@ -127,8 +127,8 @@ func TestGPUFleetActuatorValuesUnchanged(t *testing.T) {
 	if len(sets) != 2 {
 		t.Errorf("%d value sets, want 2 (with and without MIG)", len(sets))
 	}
-	for _, v := range sets {
-		if up := v["driver"].(map[string]any)["upgradePolicy"].(map[string]any); len(up) != 1 || up["autoUpgrade"] != false {
+	for _, set := range sets {
+		if up := set.Values["driver"].(map[string]any)["upgradePolicy"].(map[string]any); len(up) != 1 || up["autoUpgrade"] != false {
 			t.Errorf("upgradePolicy %v, want autoUpgrade false alone", up)
 		}
 	}

@@ -72,3 +72,74 @@ func TestAdoptedClusterPolicyRealCharts(t *testing.T) {
 		})
 	}
 }
+
+// TestAdoptedValuesRealCharts renders a cluster adopted with its releases'
+// own values at every operator version of ../shared/operators, with the
+// real charts, in the manifests mode: what the team set reaches the
+// objects (the ClusterPolicy's driver pulls from the mirror, with RDMA, and
+// runs no toolkit; no NodeFeatureRule), and gpufleet's own values still
+// hold beside them (ClusterPolicy mode at the release's driver).
+func TestAdoptedValuesRealCharts(t *testing.T) {
+	ops := sharedtest.Operators(t)
+	gpuVersions := versionsIn(t, filepath.Join(ops, "gpu-operator"))
+	netVersions := versionsIn(t, filepath.Join(ops, "network-operator"))
+	src := &charts.FolderSource{Dir: ops}
+	ctx := t.Context()
+	const adopted = `
+[clusters.stg.gpu-operator]
+release = "gpu-operator-1712345678"
+namespace = "nvidia-gpu-operator"
+driver-management = "clusterpolicy"
+values = '''
+driver:
+  repository: registry.example.com/nvidia
+  rdma:
+    enabled: true
+toolkit:
+  enabled: false
+'''
+
+[clusters.stg.network-operator]
+values = '''
+nfd:
+  deployNodeFeatureRules: false
+'''
+
+[policy]
+actuator = "gpu-operator"
+`
+	for i, gpu := range gpuVersions {
+		net := netVersions[min(i, len(netVersions)-1)]
+		t.Run(gpu, func(t *testing.T) {
+			f, err := fleet.Parse("fleet.toml", []byte(fmt.Sprintf(applyFleet, gpu, net, gpu, net)+adopted))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var policy *unstructured.Unstructured
+			for _, o := range renderedSteps(ctx, t, f, src) {
+				switch o.GetKind() {
+				case "ClusterPolicy":
+					policy = o
+				case "NodeFeatureRule":
+					if o.GetNamespace() == render.NetworkOperatorNamespace {
+						t.Errorf("NodeFeatureRule %s rendered, yet the Network Operator's values turn them off", o.GetName())
+					}
+				}
+			}
+			if policy == nil {
+				t.Fatal("no ClusterPolicy")
+			}
+			driver, _, _ := unstructured.NestedMap(policy.Object, "spec", "driver")
+			rdma, _ := driver["rdma"].(map[string]any)
+			if driver["repository"] != "registry.example.com/nvidia" || rdma["enabled"] != true {
+				t.Errorf("ClusterPolicy driver repository %v rdma %v: the release's own values are lost", driver["repository"], driver["rdma"])
+			}
+			if toolkit, _, _ := unstructured.NestedBool(policy.Object, "spec", "toolkit", "enabled"); toolkit {
+				t.Error("ClusterPolicy toolkit enabled: the release's toolkit.enabled=false is lost")
+			}
+			if driver["useNvidiaDriverCRD"] != false || driver["version"] != "580.95.05" {
+				t.Errorf("ClusterPolicy driver: useNvidiaDriverCRD %v version %v; want gpufleet's ClusterPolicy mode at 580.95.05", driver["useNvidiaDriverCRD"], driver["version"])
+			}
+		})
+	}
+}

@@ -240,16 +240,17 @@ const (
 )
 
 // operators are the operators of p's cluster at its release, with their
-// values: the Network Operator only when the release has one.
+// values (the cluster's own, gpufleet's merged over them): the Network
+// Operator only when the release has one.
 func operators(p clusterPlan) []operator {
 	var ops []operator
 	for _, op := range operatorInstalls(p.cluster, p.release) {
 		o := operator{Operator: op}
 		switch op.Chart {
 		case GPUOperatorChart:
-			o.values = gpuOperatorValues(p.release, clusterGPUValues(p, p.movesDriver()))
+			o.values = gpuChartValues(p, p.release, p.movesDriver())
 		case NetworkOperatorChart:
-			o.values = NetworkOperatorValues(p.release)
+			o.values = networkChartValues(p.cluster, p.release)
 		}
 		ops = append(ops, o)
 	}
