@@ -109,6 +109,14 @@ func windowAround(open bool) (string, string) {
 // gpu-operator actuator.
 func newOperatorWorld(t *testing.T) *world {
 	t.Helper()
+	ws, we := windowAround(false)
+	return newOneClusterWorld(t, operatorFleet(ws, we))
+}
+
+// newOneClusterWorld starts one cluster, opCluster, of opNodes nodes on the
+// stable driver, with fleet as its fleet file.
+func newOneClusterWorld(t *testing.T, fleet string) *world {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e: skipped under -short (needs the testbed)")
 	}
@@ -119,9 +127,8 @@ func newOperatorWorld(t *testing.T) *world {
 		t.Fatalf("e2e: %v", err)
 	}
 	began := time.Now()
-	ws, we := windowAround(false)
 	lw, err := lab.Start(t.Context(), lab.Options{
-		Root: "../..", Dir: t.TempDir(), Clusters: []string{opCluster}, FleetTOML: []byte(operatorFleet(ws, we)),
+		Root: "../..", Dir: t.TempDir(), Clusters: []string{opCluster}, FleetTOML: []byte(fleet),
 		ChartVersion:   chartStable,
 		Pool:           nodesim.Pool{Name: poolName, Product: product, Nodes: opNodes, Driver: drvStable},
 		SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "e2e",
@@ -238,7 +245,7 @@ func TestOperatorActuator(t *testing.T) {
 	names := nodesim.Pool{Name: poolName, Nodes: opNodes}.NodeNames()
 	canary, cordoned, xid, last := names[0], names[1], names[2], names[3]
 
-	s.step("render and first sync: the operator's upgrade policy is on, one NVIDIADriver per pool", func(w *world) {
+	s.step("render and first sync: the operator's upgrade policy is written but off at rest, one NVIDIADriver per pool", func(w *world) {
 		src, err := os.ReadFile(w.fleetFile)
 		if err != nil {
 			w.t.Fatal(err)
@@ -253,8 +260,11 @@ func TestOperatorActuator(t *testing.T) {
 		auto, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "autoUpgrade")
 		par, _, _ := unstructured.NestedInt64(cp.Object, "spec", "driver", "upgradePolicy", "maxParallelUpgrades")
 		drain, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "drain", "enable")
-		if !auto || par != 1 || !drain {
-			w.t.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t, want true 1 true", auto, par, drain)
+		// Off while no rollout moves the driver: nothing upgrades a node
+		// between rollouts, nor on the first apply, before the controller
+		// holds the nodes.
+		if auto || par != 1 || !drain {
+			w.t.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t, want false 1 true", auto, par, drain)
 		}
 		if !w.exists(opCluster, "nvidia.com/v1alpha1", "NVIDIADriver", "", render.OperatorNVIDIADriverName(poolName)) {
 			w.t.Errorf("no NVIDIADriver %s", render.OperatorNVIDIADriverName(poolName))
@@ -268,15 +278,21 @@ func TestOperatorActuator(t *testing.T) {
 		w.eventually(3*time.Minute, "the ClusterPolicy ready", func() (bool, string) {
 			return clusterPolicyReady(context.Background(), w.client(opCluster))
 		})
-		w.eventually(2*time.Minute, "every GPU node held and upgrade-done", func() (bool, string) {
+		// With its upgrade policy off at rest the operator's upgrade
+		// controller labels no state: a node is settled Done by the
+		// rollout (its driver already the release's) and held.
+		w.eventually(2*time.Minute, "every GPU node held and settled, in no operator upgrade", func() (bool, string) {
 			nodes := w.gpuNodes(opCluster)
 			var bad []string
 			for name, n := range nodes {
-				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateDone {
-					bad = append(bad, name)
+				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) ||
+					v1alpha1.OperatorUpgrading(n.Labels[v1alpha1.LabelOperatorUpgradeState]) {
+					bad = append(bad, fmt.Sprintf("%s (skip %q, phase %q, operator %q)", name, n.Labels[v1alpha1.LabelOperatorUpgradeSkip],
+						n.Labels[controller.LabelPhase], n.Labels[v1alpha1.LabelOperatorUpgradeState]))
 				}
 			}
-			return len(nodes) == opNodes && len(bad) == 0, fmt.Sprintf("%d nodes, not held or not upgrade-done: %v", len(nodes), bad)
+			slices.Sort(bad)
+			return len(nodes) == opNodes && len(bad) == 0, fmt.Sprintf("%d nodes, not held or not settled: %v", len(nodes), bad)
 		})
 	})
 
@@ -302,6 +318,15 @@ func TestOperatorActuator(t *testing.T) {
 		}
 		if v, _, _ := unstructured.NestedString(d.Object, "spec", "version"); v != drvGood {
 			w.t.Errorf("NVIDIADriver %s version %q, want %s", d.GetName(), v, drvGood)
+		}
+		cp := &unstructured.Unstructured{}
+		cp.SetAPIVersion("nvidia.com/v1")
+		cp.SetKind("ClusterPolicy")
+		if err := w.client(opCluster).Get(context.Background(), client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
+			w.t.Fatal(err)
+		}
+		if auto, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "autoUpgrade"); !auto {
+			w.t.Error("ClusterPolicy upgradePolicy.autoUpgrade is false while the rollout moves the driver")
 		}
 		w.eventually(time.Minute, "the operator marks every node upgrade-required", func() (bool, string) {
 			var got []string
@@ -455,6 +480,30 @@ func TestOperatorActuator(t *testing.T) {
 		}
 		if seq := byNode[last]; slices.ContainsFunc(seq, v1alpha1.OperatorUpgrading) {
 			w.t.Errorf("%s (never released): %v", last, seq)
+		}
+	})
+
+	s.check("a node that joins gets its driver from the operator at once, held with the skip label all along", func(w *world) {
+		node, began := w.addNode("joiner")
+		w.eventually(90*time.Second, node+" held, running the pool's driver and settled Done", func() (bool, string) {
+			n := w.gpuNodes(opCluster)[node]
+			if n == nil {
+				return false, "node gone"
+			}
+			held := n.Labels[v1alpha1.LabelOperatorUpgradeSkip] == "true"
+			return held && n.Labels[nodesim.LabelDriverFull] == drvGood && n.Labels[controller.LabelPhase] == string(v1alpha1.NodeDone),
+				fmt.Sprintf("skip %t, driver %q, phase %q", held, n.Labels[nodesim.LabelDriverFull], n.Labels[controller.LabelPhase])
+		})
+		w.t.Logf("%s: the operator's driver %s up and the node settled after %s", node, drvGood, since(began))
+		// The skip label held back no first install, and the node was never
+		// in one of the operator's upgrades.
+		rec := w.rec[opCluster]
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, s := range rec.upgrade {
+			if n, st, _ := strings.Cut(s, "="); n == node && v1alpha1.OperatorUpgrading(st) {
+				w.t.Errorf("%s went through the operator's upgrade state %s", node, st)
+			}
 		}
 	})
 }

@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/controller"
+	"github.com/gpufleet/gpufleet/internal/nodesim"
+)
+
+// joinFleet is the fleet file of TestJoiningNode: one cluster on the
+// gpufleet actuator, a canary that a person approves, one node at a time,
+// and one maintenance window (HH:MM, UTC).
+func joinFleet(winStart, winEnd string) string {
+	src := operatorFleet(winStart, winEnd)
+	src = strings.Replace(src, `actuator = "gpu-operator"`+"\n", "", 1)
+	src = strings.Replace(src, "# controller moves the nodes, gpufleet releases them one by one.", "# TestJoiningNode: gpufleet's own actuator; nodes join during the story.", 1)
+	return src
+}
+
+// addNode registers one GPU node in opCluster as a provisioner (an
+// autoscaler, a node template) creates it: NFD's labels and the GPU
+// product, no gpufleet label, no driver. It returns the node's name and
+// when it was created.
+func (w *world) addNode(pool string) (string, time.Time) {
+	w.t.Helper()
+	began := time.Now()
+	names, err := w.sims[opCluster].AddPool(context.Background(), nodesim.Pool{Name: pool, Product: product, Nodes: 1, Provisioned: true})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	// (nodesim's TestProvisionedPool checks what such a node registers
+	// with: the controller may have labelled it by the time it is read.)
+	return names[0], began
+}
+
+// waitJoined waits until node carries driver as its driver label and runs
+// a Ready driver pod of that version, and returns how long each took from
+// began.
+func (w *world) waitJoined(node, driver string, began time.Time) (labelled, ready time.Duration) {
+	w.t.Helper()
+	ctx := context.Background()
+	w.eventually(90*time.Second, node+" labelled and running driver "+driver, func() (bool, string) {
+		n := w.gpuNodes(opCluster)[node]
+		if n == nil {
+			return false, "node gone"
+		}
+		got := n.Labels[v1alpha1.LabelDriver]
+		if got != "" && labelled == 0 {
+			labelled = time.Since(began)
+		}
+		if got != driver {
+			return false, fmt.Sprintf("driver label %q", got)
+		}
+		var pods corev1.PodList
+		if err := w.client(opCluster).List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}); err != nil {
+			return false, err.Error()
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && podReady(p) && nodesim.DriverPodVersion(p) == driver {
+				ready = time.Since(began)
+				return true, ""
+			}
+		}
+		return false, "no Ready driver pod of " + driver + " on it"
+	})
+	w.t.Logf("%s: labelled %s after %s, its driver pod Ready after %s", node, driver, labelled.Round(10*time.Millisecond), ready.Round(10*time.Millisecond))
+	return labelled, ready
+}
+
+// TestJoiningNode: nodes that register as a provisioner creates them (no
+// gpufleet label, no driver) get their driver label at once and a Ready
+// driver pod of the version the README's rule says, on the real GPU
+// Operator: the previous driver while the canary waits for its approval,
+// the target once it is approved, and the target during a closed
+// maintenance window after the rollout completed; the rollout counts them
+// and completes.
+func TestJoiningNode(t *testing.T) {
+	ws, we := windowAround(true)
+	w := newOneClusterWorld(t, joinFleet(ws, we))
+	s := &story{t: t, w: w}
+	var early, late, night string
+
+	s.step("render and first sync: the stable rollout completes", func(w *world) {
+		src, err := os.ReadFile(w.fleetFile)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.commitFleet(string(src), "gpufleet render: first render")
+		w.waitRollout(opCluster, relStable, 2*time.Minute, v1alpha1.PhaseCompleted)
+	})
+
+	s.step("start the release: the canary passes and waits for its approval", func(w *world) {
+		if _, code := w.mutate("start", relGood); code != 0 {
+			w.t.Fatalf("start exit %d", code)
+		}
+		w.waitApplied(opCluster, w.push())
+		w.waitRollout(opCluster, relGood, 3*time.Minute, v1alpha1.PhaseWaitingForApproval)
+	})
+
+	s.check("a node that joins before the approval gets the previous driver at once", func(w *world) {
+		var began time.Time
+		early, began = w.addNode("early")
+		if labelled, _ := w.waitJoined(early, drvStable, began); labelled > 15*time.Second {
+			w.t.Errorf("%s labelled after %s, want within seconds", early, labelled)
+		}
+		if dr := w.rollout(opCluster, relGood); dr.Status.Phase != v1alpha1.PhaseWaitingForApproval {
+			w.t.Errorf("the rollout went on without its approval: %s", dr.Status.Phase)
+		}
+	})
+
+	s.step("approve: the rollout moves every node, the early joiner too", func(w *world) {
+		src := operatorFleetWithPromotion(w, "", "")
+		approved := strings.Replace(src, "approved = []", `approved = ["`+relGood+"/"+opCluster+`"]`, 1)
+		if approved == src {
+			w.t.Fatalf("no empty approved list in the fleet file:\n%s", src)
+		}
+		w.commitFleet(approved, "approve "+relGood+"/"+opCluster)
+	})
+
+	s.check("a node that joins after the approval gets the target at once", func(w *world) {
+		var began time.Time
+		late, began = w.addNode("late")
+		if labelled, _ := w.waitJoined(late, drvGood, began); labelled > 15*time.Second {
+			w.t.Errorf("%s labelled after %s, want within seconds", late, labelled)
+		}
+	})
+
+	s.check("the rollout completes counting both joiners", func(w *world) {
+		dr := w.waitRollout(opCluster, relGood, 6*time.Minute, v1alpha1.PhaseCompleted)
+		if want := int32(opNodes + 2); dr.Status.Total != want || dr.Status.Nodes.Done != want {
+			w.t.Errorf("rollout: %d of %d done, want %d of %d", dr.Status.Nodes.Done, dr.Status.Total, want, want)
+		}
+		for _, name := range []string{early, late} {
+			n := w.gpuNodes(opCluster)[name]
+			if n.Labels[nodesim.LabelDriverFull] != drvGood || n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) {
+				w.t.Errorf("%s: driver %q phase %q, want Done on %s", name, n.Labels[nodesim.LabelDriverFull], n.Labels[controller.LabelPhase], drvGood)
+			}
+		}
+	})
+
+	s.step("the maintenance window closes", func(w *world) {
+		ws, we := windowAround(false)
+		w.commitFleet(operatorFleetWithPromotion(w, ws, we), "close the maintenance window")
+		w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseCompleted)
+	})
+
+	s.check("a node that joins in a closed window after the rollout completed has the release's driver within seconds", func(w *world) {
+		var began time.Time
+		night, began = w.addNode("night")
+		labelled, ready := w.waitJoined(night, drvGood, began)
+		if labelled > 15*time.Second {
+			w.t.Errorf("%s labelled after %s, want within seconds", night, labelled)
+		}
+		if ready > 60*time.Second {
+			w.t.Errorf("%s ran a Ready driver pod after %s", night, ready)
+		}
+		dr := w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseCompleted)
+		if want := int32(opNodes + 3); dr.Status.Total != want || dr.Status.Nodes.Done != want {
+			w.t.Errorf("rollout: %d of %d done, want %d of %d", dr.Status.Nodes.Done, dr.Status.Total, want, want)
+		}
+		var evs corev1.EventList
+		if err := w.client(opCluster).List(context.Background(), &evs); err != nil {
+			w.t.Fatal(err)
+		}
+		joined := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Reason == "NodeJoined" {
+				for _, name := range []string{early, late, night} {
+					if strings.Contains(e.Message, name) {
+						joined[name] = true
+					}
+				}
+			}
+		}
+		if len(joined) != 3 {
+			w.t.Errorf("NodeJoined Events for %v, want one for each of %s, %s, %s", joined, early, late, night)
+		}
+	})
+}
