@@ -14,6 +14,9 @@ type Cluster struct {
 	// or app.kubernetes.io/component=gpu-operator) and of the Network
 	// Operator chart (helm.sh/chart network-operator-<version>).
 	Deployments []Deployment
+	// Releases are the Helm releases of the operators' Deployments, as
+	// Helm records them (their values), one per release read.
+	Releases []HelmRelease
 	// ClusterPolicies are the GPU Operator's ClusterPolicies (normally one;
 	// the operator serves the first and marks others ignored).
 	ClusterPolicies []ClusterPolicy

@@ -143,3 +143,31 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// recordOf is the record of release in namespace as Helm keeps it after
+// an install with values (nil: the chart's defaults alone).
+func recordOf(namespace, release string, values map[string]any) HelmRelease {
+	return HelmRelease{Namespace: namespace, Name: release, Record: secretRecord(namespace, release), Revision: 1, Values: values}
+}
+
+func secretRecord(namespace, release string) string {
+	return "Secret " + namespace + "/sh.helm.release.v1." + release + ".v1"
+}
+
+// recorded gives each cluster of cs that has none a Helm release record
+// for each of its operator Deployments, without values of its own, as Read
+// finds a release installed with the chart's defaults.
+func recorded(cs []Cluster) []Cluster {
+	out := make([]Cluster, len(cs))
+	for i, c := range cs {
+		if c.Releases == nil {
+			for _, d := range c.Deployments {
+				if ns, rel, err := releaseOf(d); err == nil {
+					c.Releases = append(c.Releases, recordOf(ns, rel, nil))
+				}
+			}
+		}
+		out[i] = c
+	}
+	return out
+}

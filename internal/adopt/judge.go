@@ -24,6 +24,10 @@ type Options struct {
 	ChartRepository string
 	// ChartMode is [charts] mode; empty: helmrelease.
 	ChartMode string
+	// Values are operators' release values given by hand, by ValuesKey
+	// (context and chart), used instead of those read from the release's
+	// record (for a cluster where init may not read it).
+	Values map[string]map[string]any
 }
 
 // Result is what Judge found: the fleet file's model (as far as it could
@@ -59,7 +63,7 @@ func Judge(clusters []Cluster, o Options) *Result {
 	precompiled := map[string]bool{}
 	for _, c := range clusters {
 		r.Fleet.Contexts = append(r.Fleet.Contexts, c.Context)
-		fc, pre, probs, warns := judgeCluster(c)
+		fc, pre, probs, warns := judgeCluster(c, o.Values)
 		fc.Environment = o.Environments[c.Context]
 		if fc.Environment == "" {
 			fc.Environment = DefaultEnvironment(c.Context)
@@ -88,7 +92,7 @@ func Judge(clusters []Cluster, o Options) *Result {
 // driver management, and whether its nodes run what a release can say.
 // precompiled says the operator installs precompiled drivers, so the
 // driver is a branch.
-func judgeCluster(c Cluster) (fc *FleetCluster, precompiled bool, probs, warns Problems) {
+func judgeCluster(c Cluster, given map[string]map[string]any) (fc *FleetCluster, precompiled bool, probs, warns Problems) {
 	name := c.Context
 	fc = &FleetCluster{Name: name, Context: c.Context, GPUNodes: len(c.Nodes)}
 	if !ValidName(name) {
@@ -102,6 +106,23 @@ func judgeCluster(c Cluster) (fc *FleetCluster, precompiled bool, probs, warns P
 	network, opProbs := operatorOf(name, ChartNetworkOperator, c.Deployments)
 	probs = append(probs, opProbs...)
 	fc.GPUOperator, fc.NetworkOperator = gpu, network
+	// The keys gpufleet owns that each release's values set, by chart.
+	owned := map[string]map[string]any{}
+	for _, op := range []struct {
+		chart string
+		in    *Install
+	}{{ChartGPUOperator, gpu}, {ChartNetworkOperator, network}} {
+		v, isGiven := given[ValuesKey(name, op.chart)]
+		switch {
+		case op.in != nil:
+			o, p := releaseValues(name, op.chart, op.in, c.Releases, v, isGiven)
+			owned[op.chart] = o
+			probs = append(probs, p...)
+		case isGiven:
+			probs = append(probs, Problem{Cluster: name, Reason: ReasonReleaseValues,
+				Message: fmt.Sprintf("values given for the %s (--values %s), which this cluster does not run: leave them out", op.chart, ValuesKey(name, op.chart))})
+		}
+	}
 	var policy *ClusterPolicy
 	if gpu != nil {
 		var cpProbs Problems
@@ -129,7 +150,9 @@ func judgeCluster(c Cluster) (fc *FleetCluster, precompiled bool, probs, warns P
 	probs = append(probs, poolDrivers(name, pools, nodes)...)
 	if policy != nil && !policy.UseNVIDIADriverCRD {
 		probs = append(probs, driverPending(name, policy, pools, nodes)...)
+		probs = append(probs, valuesDriverPending(name, gpu, owned[ChartGPUOperator], policy, nodes)...)
 	}
+	warns = append(warns, ownedValueWarnings(name, gpu, network, owned[ChartGPUOperator], owned[ChartNetworkOperator], pools)...)
 	if policy != nil && policy.UseNVIDIADriverCRD && len(c.NVIDIADrivers) > 0 {
 		// Render writes its own NVIDIADriver per pool and turns the
 		// chart's default one off: the Helm upgrade (or Flux) would remove
@@ -315,28 +338,35 @@ func poolDrivers(cluster string, pools []*Pool, nodes []placedNode) Problems {
 // left alone.
 func driverPending(cluster string, cp *ClusterPolicy, pools []*Pool, nodes []placedNode) Problems {
 	want := cp.DriverVersion
-	if cp.UsePrecompiled {
-		if !driverBranch.MatchString(want) {
-			return nil
-		}
-	} else if !driverVersion.MatchString(want) {
-		return nil
-	}
-	var behind []string
-	running := map[string]bool{}
-	for _, n := range nodes {
-		if n.driver != "" && n.driver != want {
-			behind = append(behind, n.name)
-			running[n.driver] = true
-		}
-	}
+	behind, running := nodesNotOn(want, cp.UsePrecompiled, nodes)
 	if len(behind) == 0 {
 		return nil
 	}
-	slices.Sort(behind)
 	return Problems{{Cluster: cluster, Reason: ReasonDriverPending, Nodes: behind,
 		Message: fmt.Sprintf("ClusterPolicy %s asks for driver %s, but %s %s run%s %s: an upgrade was started and not finished; finish it (the operator's upgrade controller, or delete the old driver pods node by node), or set the ClusterPolicy's spec.driver.version back, then run init again",
-			cp.Name, want, nodeWord(len(behind)), nodeList(behind), sIfOne(len(behind)), strings.Join(slices.Sorted(maps.Keys(running)), ", "))}}
+			cp.Name, want, nodeWord(len(behind)), nodeList(behind), sIfOne(len(behind)), strings.Join(running, ", "))}}
+}
+
+// nodesNotOn names the placed nodes whose driver is not want, sorted, and
+// the drivers they run; none when want is not a version (a branch, for
+// precompiled drivers) that can be compared: a digest, empty.
+func nodesNotOn(want string, precompiled bool, nodes []placedNode) (behind, running []string) {
+	if precompiled {
+		if !driverBranch.MatchString(want) {
+			return nil, nil
+		}
+	} else if !driverVersion.MatchString(want) {
+		return nil, nil
+	}
+	drivers := map[string]bool{}
+	for _, n := range nodes {
+		if n.driver != "" && n.driver != want {
+			behind = append(behind, n.name)
+			drivers[n.driver] = true
+		}
+	}
+	slices.Sort(behind)
+	return behind, slices.Sorted(maps.Keys(drivers))
 }
 
 // sharedProductWarnings: pools of one GPU product (MIG and not) are told

@@ -28,7 +28,7 @@ func TestJudgeFleet(t *testing.T) {
 					{Name: "h100", Product: h100, Driver: drv570, Nodes: []string{"h100-1", "h100-2"}},
 					{Name: "h200", Product: h200, Driver: drv570, Nodes: []string{"h200-1"}},
 				},
-				GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel,
+				GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("gpu-operator", "gpu-operator"),
 					DriverManagement: DriverManagementClusterPolicy, ClusterPolicy: "cluster-policy"},
 			}},
 			Waves: []Wave{{Name: "prod", Clusters: []string{"prod-a"}}},
@@ -48,7 +48,7 @@ func TestJudgeFleet(t *testing.T) {
 					{Name: "a100", Product: a100, Driver: drv570, Nodes: []string{"a-1"}},
 					{Name: "a100-mig", Product: a100, MIG: "all-1g.10gb", Driver: drv570, Nodes: []string{"m-1", "m-2"}},
 				},
-				GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel,
+				GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("gpu-operator", "gpu-operator"),
 					DriverManagement: DriverManagementClusterPolicy, ClusterPolicy: "cluster-policy"},
 			}},
 			Waves: []Wave{{Name: "prod", Clusters: []string{"prod-a"}}},
@@ -75,15 +75,15 @@ func TestJudgeFleet(t *testing.T) {
 			Clusters: []*FleetCluster{
 				{Name: "prod-b", Context: "prod-b", Environment: "prod", GPUNodes: 2,
 					Pools: []*Pool{{Name: "train", Labelled: true, Product: h100, Driver: drv570, Nodes: []string{"t-1", "t-2"}}},
-					GPUOperator: &Install{Deployment: "nvidia/gpu-operator", Release: "gpu-operator-1712345678", Namespace: "nvidia", Version: gpuOp, VersionFrom: VersionFromChartLabel,
+					GPUOperator: &Install{Deployment: "nvidia/gpu-operator", Release: "gpu-operator-1712345678", Namespace: "nvidia", Version: gpuOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("nvidia", "gpu-operator-1712345678"),
 						DriverManagement: DriverManagementNVIDIADriver, ClusterPolicy: "cluster-policy"},
-					NetworkOperator: &Install{Deployment: "network/netop-network-operator", Release: "netop", Namespace: "network", Version: netOp, VersionFrom: VersionFromChartLabel},
+					NetworkOperator: &Install{Deployment: "network/netop-network-operator", Release: "netop", Namespace: "network", Version: netOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("network", "netop")},
 				},
 				{Name: "stg-1", Context: "stg-1", Environment: "staging", GPUNodes: 1,
 					Pools: []*Pool{{Name: "h100", Product: h100, Driver: drv570, Nodes: []string{"s-1"}}},
-					GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel,
+					GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("gpu-operator", "gpu-operator"),
 						DriverManagement: DriverManagementClusterPolicy, ClusterPolicy: "cluster-policy"},
-					NetworkOperator: &Install{Deployment: "nvidia-network-operator/network-operator", Release: "network-operator", Namespace: "nvidia-network-operator", Version: netOp, VersionFrom: VersionFromChartLabel},
+					NetworkOperator: &Install{Deployment: "nvidia-network-operator/network-operator", Release: "network-operator", Namespace: "nvidia-network-operator", Version: netOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("nvidia-network-operator", "network-operator")},
 				},
 			},
 			Waves: []Wave{{Name: "staging", Clusters: []string{"stg-1"}}, {Name: "prod", Clusters: []string{"prod-b"}, RequireApproval: true}},
@@ -91,7 +91,7 @@ func TestJudgeFleet(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Judge(tt.clusters, tt.opts)
+			got := Judge(recorded(tt.clusters), tt.opts)
 			if got.Err() != nil {
 				t.Fatalf("problems: %v", got.Err())
 			}
@@ -119,7 +119,7 @@ func TestJudgePrecompiled(t *testing.T) {
 		c.ClusterPolicies[0].UsePrecompiled, c.ClusterPolicies[0].DriverVersion = true, "570"
 		return c
 	}
-	r := Judge([]Cluster{pre("gpu-a", gpuNode("a-1", h100, drv570), gpuNode("a-2", h100, drv570b)), pre("gpu-b", gpuNode("b-1", h100, drv570))},
+	r := Judge(recorded([]Cluster{pre("gpu-a", gpuNode("a-1", h100, drv570), gpuNode("a-2", h100, drv570b)), pre("gpu-b", gpuNode("b-1", h100, drv570))}),
 		Options{Release: "r2026-06", Waves: []WaveSpec{{Name: "all", Contexts: []string{"gpu-b", "gpu-a"}}}})
 	if r.Err() != nil {
 		t.Fatal(r.Err())
@@ -131,7 +131,7 @@ func TestJudgePrecompiled(t *testing.T) {
 		t.Errorf("waves (-want +got):\n%s", diff)
 	}
 
-	r = Judge([]Cluster{pre("gpu-a", gpuNode("a-1", h100, drv570)), cluster("gpu-c", gpuNode("c-1", h100, drv570))}, Options{})
+	r = Judge(recorded([]Cluster{pre("gpu-a", gpuNode("a-1", h100, drv570)), cluster("gpu-c", gpuNode("c-1", h100, drv570))}), Options{})
 	if len(r.Problems) != 1 || r.Problems[0].Reason != ReasonVersionSkew || !strings.Contains(r.Problems[0].Message, "built on each node on gpu-c; precompiled on gpu-a") {
 		t.Errorf("precompiled beside built: %v", r.Problems)
 	}
@@ -289,7 +289,7 @@ func TestJudgeRefuses(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Judge(tt.clusters, Options{})
+			r := Judge(recorded(tt.clusters), Options{})
 			if r.Err() == nil {
 				t.Fatal("no problems")
 			}
@@ -321,11 +321,11 @@ func TestJudgeRefuses(t *testing.T) {
 // ClusterPolicy mode nothing selects by pool, and nothing is said.
 func TestJudgePoolLabelsNeeded(t *testing.T) {
 	c := cluster("prod-a", gpuNode("a-1", a100, drv570), gpuNode("m-1", a100, drv570).mig("all-1g.10gb"), gpuNode("h-1", h100, drv570))
-	if r := Judge([]Cluster{c}, Options{}); len(r.Warnings) != 0 {
+	if r := Judge(recorded([]Cluster{c}), Options{}); len(r.Warnings) != 0 {
 		t.Errorf("ClusterPolicy mode: %v", r.Warnings)
 	}
 	c.ClusterPolicies[0].UseNVIDIADriverCRD = true
-	r := Judge([]Cluster{c}, Options{})
+	r := Judge(recorded([]Cluster{c}), Options{})
 	if len(r.Warnings) != 1 {
 		t.Fatalf("NVIDIADriver mode: %v", r.Warnings)
 	}
@@ -344,7 +344,7 @@ func TestJudgeVersionFromImage(t *testing.T) {
 	d := &c.Deployments[0]
 	d.Labels[LabelHelmChart] = "nvidia-gpu-operator-custom"
 	d.Containers = []Container{{Name: "init", Image: "busybox:1.36"}, {Name: "gpu-operator", Image: "registry.example:5000/nvidia/gpu-operator:v25.3.4@sha256:abc"}}
-	r := Judge([]Cluster{c}, Options{})
+	r := Judge(recorded([]Cluster{c}), Options{})
 	if r.Err() != nil {
 		t.Fatal(r.Err())
 	}
@@ -352,7 +352,7 @@ func TestJudgeVersionFromImage(t *testing.T) {
 		t.Errorf("version %q from %q", op.Version, op.VersionFrom)
 	}
 	d.Containers[1].Image = "registry.example:5000/nvidia/gpu-operator@sha256:abc"
-	r = Judge([]Cluster{c}, Options{})
+	r = Judge(recorded([]Cluster{c}), Options{})
 	if len(r.Problems) != 1 || r.Problems[0].Reason != ReasonOperatorUnreadable || !strings.Contains(r.Problems[0].Message, "cannot tell the chart version") {
 		t.Errorf("a digest only: %v", r.Problems)
 	}

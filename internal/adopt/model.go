@@ -82,6 +82,18 @@ type Install struct {
 	DriverManagement string `json:"driverManagement,omitempty"`
 	// ClusterPolicy names the ClusterPolicy it was read from.
 	ClusterPolicy string `json:"clusterPolicy,omitempty"`
+	// Values are the release's own chart values, less the keys gpufleet
+	// sets (ValuesDropped): the fleet file's values key. Nil when it has
+	// none.
+	Values map[string]any `json:"values,omitempty"`
+	// ValuesFrom says where they were read: the Helm release's record
+	// ("Secret <namespace>/sh.helm.release.v1.<release>.v<revision>", or a
+	// ConfigMap), or ValuesFromFlag.
+	ValuesFrom string `json:"valuesFrom,omitempty"`
+	// ValuesDropped are the keys of the release's values that gpufleet
+	// sets itself, dropped from Values (render writes them from the fleet
+	// file), sorted.
+	ValuesDropped []string `json:"valuesDropped,omitempty"`
 }
 
 // Where an operator's version was read.

@@ -85,9 +85,9 @@ func TestPoolNames(t *testing.T) {
 // nodes were listed in.
 func TestPoolNamesDeterministic(t *testing.T) {
 	ns := []*nodeB{gpuNode("a", a100, drv570), gpuNode("b", a100s, drv570).mig("all-1g.5gb"), gpuNode("c", a100s, drv570), gpuNode("d", a100, drv570).mig("all-1g.10gb")}
-	first := Judge([]Cluster{cluster("x", ns...)}, Options{}).Fleet.Clusters[0].Pools
+	first := Judge(recorded([]Cluster{cluster("x", ns...)}), Options{}).Fleet.Clusters[0].Pools
 	rev := []*nodeB{ns[3], ns[2], ns[1], ns[0]}
-	again := Judge([]Cluster{cluster("x", rev...)}, Options{}).Fleet.Clusters[0].Pools
+	again := Judge(recorded([]Cluster{cluster("x", rev...)}), Options{}).Fleet.Clusters[0].Pools
 	if diff := cmp.Diff(first, again); diff != "" {
 		t.Errorf("another node order, other pools (-first +again):\n%s", diff)
 	}

@@ -64,12 +64,8 @@ func installOf(cluster, chart string, d Deployment) (*Install, Problems) {
 	bad := func(format string, args ...any) {
 		probs = append(probs, Problem{Cluster: cluster, Reason: ReasonOperatorUnreadable, Message: fmt.Sprintf(format, args...)})
 	}
-	in.Release = d.Labels[LabelInstance]
-	if in.Release == "" {
-		in.Release = d.Annotations[AnnotationReleaseName]
-	}
-	if ns := d.Annotations[AnnotationReleaseNamespace]; ns != "" {
-		in.Namespace = ns
+	if ns, release, err := releaseOf(d); err == nil {
+		in.Namespace, in.Release = ns, release
 	}
 	switch {
 	case in.Release == "":

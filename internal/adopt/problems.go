@@ -61,6 +61,12 @@ const (
 	// render turns it off), and the operator deletes their DaemonSets with
 	// every driver pod at once.
 	ReasonForeignNVIDIADrivers Reason = "ForeignNVIDIADrivers"
+	// ReasonReleaseValues: the values of an operator's Helm release could
+	// not be read (init may not list Secrets there, no record of the
+	// release, a record that does not decode), or were given by hand for
+	// an operator the cluster does not run. Without them render would
+	// install the release with gpufleet's values alone.
+	ReasonReleaseValues Reason = "ReleaseValuesUnreadable"
 )
 
 // Warnings: init writes the fleet file and says these beside it.
@@ -68,6 +74,10 @@ const (
 	// ReasonPoolLabelsNeeded: pools that share a GPU product, whose nodes
 	// need gpufleet.io/pool before render's NVIDIADrivers can tell them apart.
 	ReasonPoolLabelsNeeded Reason = "PoolLabelsNeeded"
+	// ReasonOwnedValueReplaced: a release's own value of a key gpufleet
+	// sets (the MIG strategy, the Network Operator's NFD) that render sets
+	// otherwise, changing what runs beyond gpufleet's own settings.
+	ReasonOwnedValueReplaced Reason = "OwnedValueReplaced"
 )
 
 // Reasons are every Reason, problems then warnings: the enum of the -o
@@ -76,8 +86,8 @@ var Reasons = []Reason{
 	ReasonClusterName, ReasonNoGPUNodes, ReasonUnplaced, ReasonNoDriverVersion, ReasonPreinstalledDriver,
 	ReasonDriverOff, ReasonUpgrading, ReasonMIGChanging, ReasonMIGLayout, ReasonMixedDrivers, ReasonPoolLabel,
 	ReasonNoGPUOperator, ReasonSeveralOperators, ReasonOperatorUnreadable, ReasonClusterPolicy,
-	ReasonDriverPending, ReasonVersionSkew, ReasonForeignNVIDIADrivers,
-	ReasonPoolLabelsNeeded,
+	ReasonDriverPending, ReasonVersionSkew, ReasonForeignNVIDIADrivers, ReasonReleaseValues,
+	ReasonPoolLabelsNeeded, ReasonOwnedValueReplaced,
 }
 
 // Problem is one thing init refuses to guess (or, as a warning, one thing

@@ -162,7 +162,8 @@ const pageSize = 500
 
 // ReadCluster reads what init judges from one cluster through c: the GPU
 // nodes (their metadata only), the operators' Deployments in every
-// namespace, the ClusterPolicies and the NVIDIADrivers. It only reads.
+// namespace, the record of each operator's Helm release (its values), the
+// ClusterPolicies and the NVIDIADrivers. It only reads.
 // A kind the cluster does not serve (no GPU Operator CRDs) reads as none;
 // any other failure is an error, never a partial Cluster.
 func ReadCluster(ctx context.Context, c client.Client, context string) (Cluster, error) {
@@ -173,6 +174,9 @@ func ReadCluster(ctx context.Context, c client.Client, context string) (Cluster,
 	}
 	out.Nodes = nodes
 	if out.Deployments, err = operatorDeployments(ctx, c); err != nil {
+		return out, err
+	}
+	if out.Releases, err = operatorReleases(ctx, c, out.Deployments); err != nil {
 		return out, err
 	}
 	if out.ClusterPolicies, err = clusterPolicies(ctx, c); err != nil {
@@ -236,6 +240,28 @@ func operatorDeployments(ctx context.Context, c client.Client) ([]Deployment, er
 	slices.SortFunc(out, func(a, b Deployment) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	return out, nil
+}
+
+// operatorReleases reads the Helm release record of each operator
+// Deployment's release (see HelmRelease), once per release. A Deployment
+// without a valid release name is judged on its own (installOf): there is
+// nothing to read for it.
+func operatorReleases(ctx context.Context, c client.Client, ds []Deployment) ([]HelmRelease, error) {
+	var out []HelmRelease
+	seen := map[string]bool{}
+	for _, d := range ds {
+		namespace, release, err := releaseOf(d)
+		if err != nil || !validRelease(release) || seen[namespace+"/"+release] {
+			continue
+		}
+		seen[namespace+"/"+release] = true
+		r, err := readHelmRelease(ctx, c, namespace, release)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
 	return out, nil
 }
 

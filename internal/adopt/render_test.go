@@ -17,7 +17,7 @@ import (
 func TestWrittenFleetsRenderAndLint(t *testing.T) {
 	for name, g := range goldenFleets() {
 		t.Run(name, func(t *testing.T) {
-			r := Judge(g.clusters, g.opts)
+			r := Judge(recorded(g.clusters), g.opts)
 			if r.Err() != nil {
 				t.Fatal(r.Err())
 			}

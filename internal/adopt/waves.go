@@ -94,6 +94,11 @@ func CheckOptions(contexts []string, o Options) error {
 			errs = append(errs, fmt.Errorf("--environment %s=%s: %q is not a valid environment name (lower-case letters, digits and '-')", ctx, env, env))
 		}
 	}
+	for _, key := range sortedKeys(o.Values) {
+		if ctx := key[:max(strings.LastIndex(key, "/"), 0)]; !known[ctx] {
+			errs = append(errs, unknown("--values", ctx))
+		}
+	}
 	if len(o.Waves) == 0 {
 		return errors.Join(errs...)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
@@ -177,6 +179,7 @@ func (w *writer) clusters(f *Fleet) {
 			w.line("release = %s", str(op.Release))
 			w.line("namespace = %s", str(op.Namespace))
 			w.line("driver-management = %s", str(op.DriverManagement))
+			w.values(op)
 		}
 		if op := c.NetworkOperator; op != nil {
 			w.line("")
@@ -184,6 +187,7 @@ func (w *writer) clusters(f *Fleet) {
 			w.line("[clusters.%s.network-operator]", key(c.Name))
 			w.line("release = %s", str(op.Release))
 			w.line("namespace = %s", str(op.Namespace))
+			w.values(op)
 		}
 	}
 }
@@ -311,4 +315,68 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// values writes the release's own values as the YAML of a Helm values
+// file (keys sorted, as helm get values prints them) in a multi-line
+// string, with a comment that says where they come from and which keys
+// were left to gpufleet.
+func (w *writer) values(op *Install) {
+	if len(op.Values) == 0 && len(op.ValuesDropped) == 0 {
+		return
+	}
+	from := "read from its " + op.ValuesFrom
+	if op.ValuesFrom == ValuesFromFlag {
+		from = "given with " + ValuesFromFlag
+	}
+	text := fmt.Sprintf("The release's own values (%s, what helm get values prints): render installs the chart with gpufleet's merged over them, so they stay as they run.", from)
+	if len(op.Values) == 0 {
+		text = fmt.Sprintf("The release's own values (%s) hold none but keys gpufleet sets.", from)
+	}
+	if len(op.ValuesDropped) > 0 {
+		text += fmt.Sprintf(" Left out, as gpufleet sets them from this file: %s.", strings.Join(op.ValuesDropped, ", "))
+	}
+	w.comment(text)
+	if len(op.Values) == 0 {
+		return
+	}
+	b, err := yaml.Marshal(op.Values)
+	if err != nil {
+		// Values decoded from JSON always encode. Were they not, a fleet
+		// file without them would change what runs: say so in the file,
+		// which the fleet parser then refuses.
+		w.line("values = %s", str("cannot encode the release's values: "+err.Error()))
+		return
+	}
+	w.line("values = %s", multiline(string(b)))
+}
+
+// multiline is text as a TOML multi-line string: a literal one, which
+// reads as the YAML it holds, where TOML allows it (no three single
+// quotes, no control character but tab and line breaks, no single quote
+// at the end), else a basic one with escapes.
+func multiline(text string) string {
+	const lit, basic = "'''", `"""`
+	if !strings.Contains(text, lit) && !strings.HasSuffix(text, "'") && strings.IndexFunc(text, func(r rune) bool {
+		return r != '\t' && r != '\n' && (r < 0x20 || r == 0x7f)
+	}) < 0 {
+		return lit + "\n" + text + lit
+	}
+	var b strings.Builder
+	b.WriteString(basic + "\n")
+	for _, r := range text {
+		switch {
+		case r == '\n':
+			b.WriteByte('\n')
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString(basic)
+	return b.String()
 }

@@ -1,11 +1,13 @@
 package adopt
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
@@ -36,6 +38,12 @@ func goldenFleets() map[string]struct {
 					gpuNode("a100-1", a100, drv570), gpuNode("a100-2", a100, drv570),
 					gpuNode("a100-mig-1", a100, drv570).mig("all-1g.10gb"), gpuNode("a100-mig-2", a100+"-MIG-1g.10gb", drv570).mig("all-1g.10gb"))
 				c.Deployments[0] = gpuOperatorDeployment("gpu-operator", "gpu-operator-1712345678", gpuOp)
+				// The team's own values, as Helm recorded them; the
+				// Network Operator's too (added by withNetwork below).
+				c.Releases = []HelmRelease{
+					recordOf("gpu-operator", "gpu-operator-1712345678", teamValues()),
+					recordOf("nvidia-network-operator", "network-operator", map[string]any{"nfd": map[string]any{"enabled": false}, "ofedDriver": map[string]any{"deploy": true}}),
+				}
 				return c
 			}()),
 		}},
@@ -47,6 +55,13 @@ func goldenFleets() map[string]struct {
 				c := cluster("eu-1", gpuNode("n-1", h100, drv580).pool("training"), gpuNode("n-2", h100, drv580).pool("training"), gpuNode("l-1", "NVIDIA-L40S", drv580))
 				c.Deployments[0] = gpuOperatorDeployment("nvidia-system", "nvidia", "v25.10.1")
 				c.ClusterPolicies = []ClusterPolicy{{Name: "cluster-policy", UseNVIDIADriverCRD: true, State: "ready"}}
+				// Values as Helm keeps them after an upgrade by
+				// gpufleet: its own keys among the team's.
+				c.Releases = []HelmRelease{{Namespace: "nvidia-system", Name: "nvidia", Record: "ConfigMap nvidia-system/sh.helm.release.v1.nvidia.v7", Revision: 7, Values: map[string]any{
+					"driver":    map[string]any{"enabled": true, "nvidiaDriverCRD": map[string]any{"enabled": true, "deployDefaultCR": false}, "upgradePolicy": map[string]any{"autoUpgrade": false}, "repository": "registry.internal.example/nvidia"},
+					"validator": map[string]any{"plugin": map[string]any{"env": []any{map[string]any{"name": "WITH_WORKLOAD", "value": "false"}}}},
+					"cdi":       map[string]any{"enabled": true, "default": false},
+				}}}
 				return c
 			}(),
 			func() Cluster {
@@ -78,7 +93,7 @@ func withNetwork(c Cluster) Cluster {
 func TestWriteGolden(t *testing.T) {
 	for name, g := range goldenFleets() {
 		t.Run(name, func(t *testing.T) {
-			r := Judge(g.clusters, g.opts)
+			r := Judge(recorded(g.clusters), g.opts)
 			if r.Err() != nil {
 				t.Fatal(r.Err())
 			}
@@ -90,7 +105,7 @@ func TestWriteGolden(t *testing.T) {
 			if _, err := fleet.Parse(name+".toml", got); err != nil {
 				t.Errorf("the fleet parser refuses it: %v\n%s", err, got)
 			}
-			if again := Write(Judge(g.clusters, g.opts).Fleet); string(again) != string(got) {
+			if again := Write(Judge(recorded(g.clusters), g.opts).Fleet); string(again) != string(got) {
 				t.Error("two writes of one fleet differ")
 			}
 			golden := filepath.Join("testdata", name+".toml")
@@ -106,6 +121,43 @@ func TestWriteGolden(t *testing.T) {
 			}
 			if string(got) != string(want) {
 				t.Errorf("Write differs from %s:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// TestWriteValuesRoundTrip: whatever a release's values hold, the fleet
+// file init writes reads them back as they were (as Helm reads a values
+// file: JSON's types): strings YAML would read as something else, a
+// release's three single quotes (no literal string then), a control
+// character, a key with dots, a number.
+func TestWriteValuesRoundTrip(t *testing.T) {
+	for name, values := range map[string]map[string]any{
+		"plain":                               teamValues(),
+		"strings that look like other things": {"a": map[string]any{"yes": "yes", "on": "on", "one": "1.0", "null": "null", "empty": "", "octal": "0755", "date": "2026-01-02"}},
+		"three single quotes":                 {"script": "echo '''quoted'''\nexit 0\n"},
+		"a control character and a quote":     {"banner": "bell\a \"hi\" \\ tab\tend"},
+		"keys with dots and a number":         {"nodeSelector": map[string]any{"nvidia.com/gpu.present": "true"}, "replicas": 3, "ratio": 0.25},
+		"ends with a single quote":            {"x": "it's'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cluster("prod-a", gpuNode("h-1", h100, drv570))
+			c.Releases = []HelmRelease{recordOf("gpu-operator", release0, asNumbers(t, values))}
+			r := Judge([]Cluster{c}, Options{})
+			if r.Err() != nil {
+				t.Fatal(r.Err())
+			}
+			text := Write(r.Fleet)
+			f, err := fleet.Parse("fleet.toml", text)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, text)
+			}
+			want := map[string]any{}
+			b, _ := json.Marshal(values)
+			_ = json.Unmarshal(b, &want)
+			want, _ = splitOwned(want, fleet.GPUOperatorOwnedValues)
+			if diff := cmp.Diff(want, f.Clusters["prod-a"].GPUOperatorValues()); diff != "" {
+				t.Errorf("values read back (-want +got):\n%s\n%s", diff, text)
 			}
 		})
 	}

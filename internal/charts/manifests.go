@@ -21,8 +21,11 @@ import (
 // subcharts first (sorted by name), then the rendered objects in install
 // order. Hooks are left out, since nothing runs them outside Helm,
 // namespaced objects without a namespace get the release's, as Helm would
-// give them, and nulls that server-side apply would refuse are dropped
-// (see [crdcheck.Set.DropNulls]).
+// give them, nulls that server-side apply would refuse are dropped
+// (see [crdcheck.Set.DropNulls]), and a required field the chart leaves to
+// the API server's default is written with it (see
+// [crdcheck.Set.FillRequiredDefaults]), so that checks without defaults
+// accept what Flux applies.
 func ManifestObjects(ctx context.Context, src Source, name, version string, values map[string]any, opts RenderOptions) ([]*unstructured.Unstructured, error) {
 	ch, err := src.Load(ctx, name, version)
 	if err != nil {
@@ -74,6 +77,7 @@ func ManifestObjects(ctx context.Context, src Source, name, version string, valu
 		}
 		u := o.Object
 		schemas.DropNulls(u)
+		schemas.FillRequiredDefaults(u)
 		gk := u.GroupVersionKind().GroupKind()
 		if u.GetNamespace() == "" && !clusterScoped[gk] && !builtinClusterScoped[gk] {
 			u.SetNamespace(namespace)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/adopt"
 	"github.com/gpufleet/gpufleet/internal/fleet"
@@ -23,6 +24,7 @@ import (
 type initOptions struct {
 	fleetFile, kubeconfig, output       string
 	contexts, environments, waves       []string
+	values                              []string
 	release, chartRepository, chartMode string
 	force, dryRun                       bool
 	timeout                             time.Duration
@@ -32,7 +34,7 @@ type initOptions struct {
 func newInitCommand(s Streams) *cobra.Command {
 	o := &initOptions{}
 	cmd := &cobra.Command{
-		Use:   "init [--kubeconfig K] [--context C ...] [-f fleet.toml] [--force] [--dry-run] [--release NAME] [--environment CTX=ENV ...] [--wave NAME=CTX,CTX ...] [-o text|json|yaml]",
+		Use:   "init [--kubeconfig K] [--context C ...] [-f fleet.toml] [--force] [--dry-run] [--release NAME] [--environment CTX=ENV ...] [--wave NAME=CTX,CTX ...] [--values CTX/CHART=FILE ...] [-o text|json|yaml]",
 		Short: "Write the fleet file of a GPU fleet that already runs, read from its live clusters",
 		Long: `init reads the live clusters — every context of the kubeconfig, or those named
 with --context — and writes the fleet file that describes what they run, so that
@@ -55,6 +57,15 @@ Per cluster (one per context, named after it):
               from the ClusterPolicy); the Network Operator likewise, when
               one runs. A cluster whose ClusterPolicy manages the driver gets
               [policy.clusters.<name>] actuator = "gpu-operator".
+  values      each operator release's own values, read from Helm's record of
+              its deployed revision (the Secret sh.helm.release.v1.<release>.v<N>
+              in its namespace, or a ConfigMap of Helm's older storage): what
+              helm get values prints, less the keys gpufleet sets from the
+              fleet file (driver.version, driver.upgradePolicy, mig.strategy…),
+              written as the table's values so that render keeps them. init
+              needs to list Secrets in the releases' namespaces for it; where
+              it may not, --values CONTEXT/CHART=FILE gives them by hand (the
+              YAML helm get values -o yaml prints).
 
 One release of what runs becomes [promotion] stable: the GPU Operator and
 Network Operator chart versions and the driver GPU Feature Discovery reports
@@ -78,7 +89,9 @@ host-installed driver (nvidia.com/gpu.deploy.driver=pre-installed); a node is
 in the middle of an operator upgrade (nvidia.com/gpu-driver-upgrade-state
 other than upgrade-done); the clusters run different GPU Operator, Network
 Operator or driver versions (one fleet file has one stable release: init the
-clusters apart, with --context and -f); no GPU Operator is found.
+clusters apart, with --context and -f); no GPU Operator is found; an
+operator release's values cannot be read; the release's driver.version is
+not the driver its nodes run.
 
 The file is written atomically; an existing one is left alone unless
 --force. --dry-run prints it on standard output and writes nothing. -o json
@@ -99,7 +112,11 @@ context missing, timeout): nothing is written unless every cluster was read.`,
     --wave canary=gpu-eu-1 --wave rest=gpu-us-1,gpu-us-2
 
   # what init reads, for a script
-  gpufleet init --dry-run -o json`,
+  gpufleet init --dry-run -o json
+
+  # a cluster whose Helm records init may not read: its release's values by hand
+  helm --kube-context prod-1 get values gpu-operator -n gpu-operator -o yaml > prod-1.yaml
+  gpufleet init --values prod-1/gpu-operator=prod-1.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -117,6 +134,7 @@ context missing, timeout): nothing is written unless every cluster was read.`,
 	f.StringVar(&o.release, "release", "", "the release's name (default: named after the versions that run)")
 	f.StringArrayVar(&o.environments, "environment", nil, "CONTEXT=ENV: the environment of a cluster (repeatable)")
 	f.StringArrayVar(&o.waves, "wave", nil, "NAME=CTX,CTX: a wave and its clusters in order (repeatable, in wave order)")
+	f.StringArrayVar(&o.values, "values", nil, "CONTEXT/CHART=FILE: the values of an operator's Helm release (CHART gpu-operator or network-operator), as helm get values -o yaml prints them, instead of reading its record (repeatable)")
 	f.StringVar(&o.chartRepository, "chart-repository", "", "[charts] repository: a Helm repository URL or oci:// reference (default: NVIDIA's)")
 	f.StringVar(&o.chartMode, "chart-mode", "helmrelease", "[charts] mode: helmrelease or manifests")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "time allowed per cluster")
@@ -182,7 +200,50 @@ func (o *initOptions) adoptOptions() (adopt.Options, error) {
 		}
 		a.Waves = append(a.Waves, spec)
 	}
+	for _, v := range o.values {
+		key, file, ok := strings.Cut(v, "=")
+		// A context's name may hold a "/" (an EKS ARN); a chart's not.
+		i := strings.LastIndex(key, "/")
+		if !ok || i <= 0 || file == "" {
+			return a, fmt.Errorf("--values %q: write CONTEXT/CHART=FILE", v)
+		}
+		ctx, chart := key[:i], key[i+1:]
+		if ctx == "" {
+			return a, fmt.Errorf("--values %q: write CONTEXT/CHART=FILE", v)
+		}
+		if chart != adopt.ChartGPUOperator && chart != adopt.ChartNetworkOperator {
+			return a, fmt.Errorf("--values %q: the chart is %s or %s, not %q", v, adopt.ChartGPUOperator, adopt.ChartNetworkOperator, chart)
+		}
+		if _, dup := a.Values[key]; dup {
+			return a, fmt.Errorf("--values gives %s twice", key)
+		}
+		values, err := readValuesFile(file)
+		if err != nil {
+			return a, fmt.Errorf("--values %s: %w", key, err)
+		}
+		if a.Values == nil {
+			a.Values = map[string]map[string]any{}
+		}
+		a.Values[adopt.ValuesKey(ctx, chart)] = values
+	}
 	return a, nil
+}
+
+// readValuesFile reads a Helm values file as Helm reads one (YAML to JSON):
+// a mapping, or nothing.
+func readValuesFile(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s is not a Helm values file: %w", path, err)
+	}
+	if v == nil {
+		v = map[string]any{}
+	}
+	return v, nil
 }
 
 func (o *initOptions) run(ctx context.Context, out, errOut io.Writer) error {

@@ -31,6 +31,16 @@ func writeKubeconfig(t *testing.T, contexts ...string) string {
 	return path
 }
 
+// writeFile writes text to a file of its own and returns its path.
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestInitCommandLine: wrong command lines are exit 2 before any cluster
 // is read; an existing fleet file is refused (exit 1) before any cluster
 // is read; a cluster that cannot be read is exit 3, nothing written, and
@@ -54,6 +64,11 @@ func TestInitCommandLine(t *testing.T) {
 		{"an environment of an unknown context", []string{"--environment", "x=prod"}, ExitUsage, `--environment names context "x", which init does not read`},
 		{"a bad release name", []string{"--release", "R_1"}, ExitUsage, `--release "R_1" is not a valid release name`},
 		{"an argument", []string{"extra"}, ExitUsage, "unknown command"},
+		{"a bad --values", []string{"--values", "stg-1=x.yaml"}, ExitUsage, `--values "stg-1=x.yaml": write CONTEXT/CHART=FILE`},
+		{"--values of another chart", []string{"--values", "stg-1/dcgm=x.yaml"}, ExitUsage, `the chart is gpu-operator or network-operator, not "dcgm"`},
+		{"--values of a file that is not there", []string{"--values", "stg-1/gpu-operator=" + filepath.Join(dir, "none.yaml")}, ExitUsage, "--values stg-1/gpu-operator: open "},
+		{"--values of a file that is no values file", []string{"--values", "stg-1/gpu-operator=" + writeFile(t, "- a\n- b\n")}, ExitUsage, "is not a Helm values file"},
+		{"--values of an unknown context", []string{"--values", "x/gpu-operator=" + writeFile(t, "a: 1\n")}, ExitUsage, `--values names context "x", which init does not read`},
 		{"unreachable clusters", nil, ExitUnknown, "nothing written: cannot read context prod-1"},
 		{"a context the kubeconfig lacks", []string{"--context", "stg-1", "--context", "gone"}, ExitUnknown, `context "gone" is not in the kubeconfig`},
 	}
@@ -151,12 +166,18 @@ func TestInitReportSchema(t *testing.T) {
 		Labels:     map[string]string{"helm.sh/chart": "gpu-operator-v25.3.4", "app.kubernetes.io/instance": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"},
 		Containers: []adopt.Container{{Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v25.3.4"}}}
 	policy := []adopt.ClusterPolicy{{Name: "cluster-policy", DriverVersion: "570.172.08"}}
+	record := []adopt.HelmRelease{{Namespace: "gpu-operator", Name: "gpu-operator", Record: "Secret gpu-operator/sh.helm.release.v1.gpu-operator.v2", Revision: 2,
+		Values: map[string]any{"driver": map[string]any{"repository": "registry.example.com/nvidia", "version": "570.172.08"}, "mig": map[string]any{"strategy": "single"}}}}
 	clusters := []adopt.Cluster{
-		{Context: "stg-1", Nodes: []adopt.Node{node("s-1", "NVIDIA-H100-80GB-HBM3", "570.172.08")}, Deployments: []adopt.Deployment{operator}, ClusterPolicies: policy},
-		{Context: "prod-1", Nodes: []adopt.Node{node("p-1", "NVIDIA-A100-SXM4-80GB", "570.172.08", "nvidia.com/mig.config", "all-1g.10gb")}, Deployments: []adopt.Deployment{operator}, ClusterPolicies: policy},
+		{Context: "stg-1", Nodes: []adopt.Node{node("s-1", "NVIDIA-H100-80GB-HBM3", "570.172.08")}, Deployments: []adopt.Deployment{operator}, ClusterPolicies: policy, Releases: record},
+		{Context: "prod-1", Nodes: []adopt.Node{node("p-1", "NVIDIA-A100-SXM4-80GB", "570.172.08", "nvidia.com/mig.config", "all-1g.10gb")}, Deployments: []adopt.Deployment{operator}, ClusterPolicies: policy, Releases: record},
 	}
 	for _, written := range []bool{true, false} {
-		rep := newInitReport("fleet.toml", written, adopt.Judge(clusters, adopt.Options{}))
+		r := adopt.Judge(clusters, adopt.Options{})
+		if r.Err() != nil || len(r.Warnings) != 1 || r.Fleet.Clusters[0].GPUOperator.Values == nil {
+			t.Fatalf("want a fleet with values and a warning (prod-1's MIG strategy): %v %v", r.Err(), r.Warnings)
+		}
+		rep := newInitReport("fleet.toml", written, r)
 		doc, err := json.Marshal(rep)
 		if err != nil {
 			t.Fatal(err)
@@ -165,6 +186,7 @@ func TestInitReportSchema(t *testing.T) {
 	}
 	clusters[1].Nodes = append(clusters[1].Nodes, node("p-2", "NVIDIA-A100-SXM4-80GB", "570.124.06", "nvidia.com/mig.config", "all-1g.10gb"),
 		adopt.Node{Name: "p-3", Labels: map[string]string{"nvidia.com/gpu.present": "true"}})
+	clusters[0].Releases = []adopt.HelmRelease{{Namespace: "gpu-operator", Name: "gpu-operator", Forbidden: true, Err: "init may not list the Secrets of namespace gpu-operator"}}
 	r := adopt.Judge(clusters, adopt.Options{})
 	if len(r.Problems) == 0 {
 		t.Fatal("no problems")

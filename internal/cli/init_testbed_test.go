@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,12 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"helm.sh/helm/v3/pkg/chart"
+	rspb "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/adopt"
 	"github.com/gpufleet/gpufleet/internal/charts"
@@ -30,20 +38,26 @@ const (
 	initGPUOperator     = "v25.3.4"
 	initNetworkOperator = "v25.4.0"
 	initDriver          = "570.172.08"
+	// initMirror is prod-a100's own driver image repository (a value of
+	// its Helm release).
+	initMirror = "registry.example.com/nvidia"
 )
 
 // installOperator installs chart at version as Helm release in namespace
 // the way `helm install` leaves it, as far as init reads it: the chart is
 // rendered by Helm's engine from ../shared/operators with the release's
-// name, and its Deployments (and, for the GPU Operator, its ClusterPolicy)
-// are created with Helm's release annotations. No operator process runs:
-// init reads objects, not what the operator does.
-func installOperator(t *testing.T, c client.Client, ops, chart, version, release, namespace string, values map[string]any) {
+// name and values, its Deployments (and, for the GPU Operator, its
+// ClusterPolicy) are created with Helm's release annotations, and Helm's
+// own storage driver records the release (its values) in a Secret as
+// `helm install` does. No operator process runs: init reads objects, not
+// what the operator does.
+func installOperator(t *testing.T, cl *testbed.Cluster, ops, chartName, version, release, namespace string, values map[string]any) {
 	t.Helper()
 	ctx := t.Context()
-	objs, err := charts.ManifestObjects(ctx, &charts.FolderSource{Dir: ops}, chart, version, values, charts.RenderOptions{ReleaseName: release, Namespace: namespace})
+	c := cl.Client
+	objs, err := charts.ManifestObjects(ctx, &charts.FolderSource{Dir: ops}, chartName, version, values, charts.RenderOptions{ReleaseName: release, Namespace: namespace})
 	if err != nil {
-		t.Fatalf("render %s %s: %v", chart, version, err)
+		t.Fatalf("render %s %s: %v", chartName, version, err)
 	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -67,8 +81,31 @@ func installOperator(t *testing.T, c client.Client, ops, chart, version, release
 		created++
 	}
 	if created == 0 {
-		t.Fatalf("the %s chart rendered no Deployment", chart)
+		t.Fatalf("the %s chart rendered no Deployment", chartName)
 	}
+	cs, err := kubernetes.NewForConfig(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := &rspb.Release{Name: release, Namespace: namespace, Version: 1, Config: values,
+		Info:  &rspb.Info{Status: rspb.StatusDeployed, Description: "Install complete"},
+		Chart: &chart.Chart{Metadata: &chart.Metadata{Name: chartName, Version: version, APIVersion: "v2"}}}
+	if err := driver.NewSecrets(cs.CoreV1().Secrets(namespace)).Create(fmt.Sprintf("sh.helm.release.v1.%s.v1", release), rel); err != nil {
+		t.Fatalf("record Helm release %s: %v", release, err)
+	}
+}
+
+// valueAt is the value at keys in chart values, nil when there is none.
+func valueAt(v map[string]any, keys ...string) any {
+	var at any = v
+	for _, k := range keys {
+		m, ok := at.(map[string]any)
+		if !ok {
+			return nil
+		}
+		at = m[k]
+	}
+	return at
 }
 
 // gpuNodeLabels are the labels GPU Feature Discovery and the GPU Operator
@@ -134,15 +171,34 @@ func TestInitOnLiveClusters(t *testing.T) {
 	}
 	tb := testbed.New(t, testbed.Options{Clusters: []string{"prod-a100", "stg-h100"}, CRDDirs: []string{crds}})
 	prod, stg := tb.Cluster("prod-a100").Client, tb.Cluster("stg-h100").Client
-	gpuValues := map[string]any{
-		"operator":  map[string]any{"version": initGPUOperator},
-		"validator": map[string]any{"version": initGPUOperator},
-		"driver":    map[string]any{"version": initDriver},
+	// The team's own values: the operator's images pinned, its driver
+	// pulled from a mirror on prod-a100, the driver version (gpufleet's to
+	// set: left out of the fleet file, as what the nodes run).
+	gpuValues := func(mirror bool) map[string]any {
+		driver := map[string]any{"version": initDriver}
+		if mirror {
+			driver["repository"] = initMirror
+		}
+		return map[string]any{
+			"operator":  map[string]any{"version": initGPUOperator},
+			"validator": map[string]any{"version": initGPUOperator},
+			"driver":    driver,
+		}
 	}
-	installOperator(t, prod, ops, "gpu-operator", initGPUOperator, "gpu-operator-1712345678", "gpu-operator", gpuValues)
-	installOperator(t, stg, ops, "gpu-operator", initGPUOperator, "gpu-operator", "gpu-operator", gpuValues)
-	for _, c := range []client.Client{prod, stg} {
-		installOperator(t, c, ops, "network-operator", initNetworkOperator, "network-operator", "nvidia-network-operator", nil)
+	installOperator(t, tb.Cluster("prod-a100"), ops, "gpu-operator", initGPUOperator, "gpu-operator-1712345678", "gpu-operator", gpuValues(true))
+	installOperator(t, tb.Cluster("stg-h100"), ops, "gpu-operator", initGPUOperator, "gpu-operator", "gpu-operator", gpuValues(false))
+	for _, name := range []string{"prod-a100", "stg-h100"} {
+		installOperator(t, tb.Cluster(name), ops, "network-operator", initNetworkOperator, "network-operator", "nvidia-network-operator", nil)
+	}
+	// What the chart made of the mirror, which render must keep.
+	var cp unstructured.Unstructured
+	cp.SetAPIVersion("nvidia.com/v1")
+	cp.SetKind("ClusterPolicy")
+	if err := prod.Get(t.Context(), client.ObjectKey{Name: "cluster-policy"}, &cp); err != nil {
+		t.Fatal(err)
+	}
+	if repo, _, _ := unstructured.NestedString(cp.Object, "spec", "driver", "repository"); repo != initMirror {
+		t.Fatalf("the installed ClusterPolicy's driver repository is %q, want the mirror %s", repo, initMirror)
 	}
 	const a100 = "NVIDIA-A100-SXM4-80GB"
 	mig := func(l map[string]string) map[string]string {
@@ -200,6 +256,13 @@ func TestInitOnLiveClusters(t *testing.T) {
 		outDir := filepath.Join(dir, "out")
 		if code, out, errOut := run(t, "render", "-f", fleetFile, "--output-dir", outDir); code != ExitOK {
 			t.Fatalf("render: exit %d\n%s%s", code, out, errOut)
+		}
+		if v := f.Clusters["prod-a100"].GPUOperatorValues(); valueAt(v, "driver", "repository") != initMirror || valueAt(v, "operator", "version") != initGPUOperator || valueAt(v, "driver", "version") != nil {
+			t.Errorf("prod-a100's values in the fleet file %v: want the release's own (the mirror, the operator's version), not driver.version", v)
+		}
+		hr, err := os.ReadFile(filepath.Join(outDir, "clusters", "prod-a100", "operators", "helmrelease-gpu-operator.yaml"))
+		if err != nil || !strings.Contains(string(hr), "repository: "+initMirror) {
+			t.Errorf("render dropped prod-a100's driver mirror from its HelmRelease (%v):\n%s", err, hr)
 		}
 		if code, out, errOut := run(t, "validate", "-f", fleetFile, "--charts", ops); code != ExitOK {
 			t.Errorf("validate: exit %d\n%s%s", code, out, errOut)
@@ -307,6 +370,55 @@ func TestInitOnLiveClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("a release whose values init may not read: refused, saying what to grant; --values, or the grant, writes the file", func(t *testing.T) {
+		// init as a user that may read all it reads but Secrets.
+		const user = "gpufleet-init"
+		for _, name := range []string{"prod-a100", "stg-h100"} {
+			grantInitReads(t, tb.Cluster(name).Client, user)
+		}
+		limited := impersonating(t, tb.Kubeconfig, user)
+		code, out, errOut := run(t, "init", "--kubeconfig", limited, "-f", filepath.Join(dir, "limited.toml"), "--dry-run")
+		if code != ExitFailed {
+			t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+		}
+		for _, want := range []string{
+			"init refused, nothing written (4 problems)",
+			"prod-a100: cannot read the values of Helm release gpu-operator-1712345678 (the gpu-operator chart, namespace gpu-operator): init may not list the Secrets of namespace gpu-operator",
+			"kubectl --context prod-a100 -n gpu-operator create role gpufleet-init-helm --verb=list --resource=secrets",
+			"helm --kube-context stg-h100 get values network-operator -n nvidia-network-operator -o yaml > stg-h100.network-operator.yaml; gpufleet init --values stg-h100/network-operator=stg-h100.network-operator.yaml",
+		} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, errOut)
+			}
+		}
+
+		// By hand: the values helm get values prints.
+		args := []string{"init", "--kubeconfig", limited, "-f", filepath.Join(dir, "by-hand.toml"), "--dry-run"}
+		for ctx, mirror := range map[string]bool{"prod-a100": true, "stg-h100": false} {
+			b, err := yaml.Marshal(gpuValues(mirror))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "--values", ctx+"/gpu-operator="+writeFile(t, string(b)), "--values", ctx+"/network-operator="+writeFile(t, ""))
+		}
+		code, out, errOut = run(t, args...)
+		if code != ExitOK || !strings.Contains(out, "repository: "+initMirror) || !strings.Contains(out, "given with --values") {
+			t.Errorf("with --values: exit %d\n%s%s", code, out, errOut)
+		}
+
+		// The grant the refusal names, in each release's namespace: then
+		// init writes what an admin's init writes.
+		for _, name := range []string{"prod-a100", "stg-h100"} {
+			for _, ns := range []string{"gpu-operator", "nvidia-network-operator"} {
+				grantSecretsList(t, tb.Cluster(name).Client, ns, user)
+			}
+		}
+		code, out, errOut = run(t, "init", "--kubeconfig", limited, "-f", filepath.Join(dir, "granted.toml"), "--dry-run")
+		if want, _ := os.ReadFile(golden); code != ExitOK || out != string(want) {
+			t.Errorf("after the grant: exit %d, stderr %s; the fleet file differs from %s:\n%s", code, errOut, golden, out)
+		}
+	})
+
 	t.Run("refuses to guess, naming the nodes", func(t *testing.T) {
 		labelNode(t, prod, "a100-2", map[string]string{"nvidia.com/cuda.driver-version.full": "570.124.06"})
 		labelNode(t, stg, "h100-2", map[string]string{"nvidia.com/gpu-driver-upgrade-state": "drain-required"})
@@ -389,6 +501,61 @@ func TestInitOnLiveClusters(t *testing.T) {
 			t.Errorf("exit %d, want 1 naming the missing operator\n%s%s", code, out, errOut)
 		}
 	})
+}
+
+// grantInitReads lets user read what init reads of a cluster, Secrets
+// and ConfigMaps aside: nodes, Deployments, ClusterPolicies, NVIDIADrivers.
+func grantInitReads(t *testing.T, c client.Client, user string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list"}},
+		{APIGroups: []string{"nvidia.com"}, Resources: []string{"clusterpolicies", "nvidiadrivers"}, Verbs: []string{"list"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// grantSecretsList is what init's refusal asks for: kubectl create role
+// gpufleet-init-helm --verb=list --resource=secrets, and its rolebinding.
+func grantSecretsList(t *testing.T, c client.Client, namespace, user string) {
+	t.Helper()
+	const name = "gpufleet-init-helm"
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// impersonating is a copy of kubeconfig whose users act as user (as
+// kubectl --as does): the testbed's admin may impersonate.
+func impersonating(t *testing.T, kubeconfig, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = user
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // waitGone waits until obj is not found (a deleted CRD goes once its
