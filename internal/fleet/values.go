@@ -136,6 +136,11 @@ func (f *Fleet) validateValues(probs *problemList, c *Cluster, key string, in *O
 	if root.Kind == yamlv3.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
+	if root.Kind == yamlv3.DocumentNode || root.Kind == yamlv3.ScalarNode && root.Tag == "!!null" {
+		// "---" or "null" alone: Helm reads no values either.
+		probs.add(valuesKey, "values must not be empty: leave it out for the chart's defaults")
+		return
+	}
 	if root.Kind != yamlv3.MappingNode {
 		addAt(root.Line, root.Column, valuesKey, "the chart values must be a YAML mapping (key: value lines, as in a Helm values file), not %s", yamlKindWord(root))
 		return

@@ -101,6 +101,20 @@ func TestOperatorValuesProblems(t *testing.T) {
 			},
 		},
 		{
+			name: "a document of nothing",
+			edit: func(s string) string { return withValues(s, "values = '''\n---\n'''") },
+			want: []string{
+				`f.toml:17:1: clusters.stg.gpu-operator.values: values must not be empty: leave it out for the chart's defaults`,
+			},
+		},
+		{
+			name: "null",
+			edit: func(s string) string { return withValues(s, "values = '''\nnull\n'''") },
+			want: []string{
+				`f.toml:17:1: clusters.stg.gpu-operator.values: values must not be empty: leave it out for the chart's defaults`,
+			},
+		},
+		{
 			name: "two documents",
 			edit: func(s string) string {
 				return strings.Replace(s, "toolkit:\n", "---\ntoolkit:\n", 1)
