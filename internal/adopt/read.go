@@ -19,55 +19,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/internal/gate"
 )
 
-// Kubeconfig is a kubeconfig read once: its contexts, and a REST config
-// for each. It follows kubectl's loading rules (an explicit file, else
-// $KUBECONFIG, else ~/.kube/config) and the gate's rule that a context the
-// kubeconfig lacks is an error, never the current context instead.
-type Kubeconfig struct {
-	raw   *clientcmdapi.Config
-	rules *clientcmd.ClientConfigLoadingRules
-}
+// Kubeconfig is the gate's kubeconfig, read once: its contexts and a REST
+// config for each, by kubectl's loading rules (an explicit file, else
+// $KUBECONFIG, else ~/.kube/config), and a context it lacks is an error,
+// never the current context instead.
+type Kubeconfig = gate.Kubeconfig
 
 // LoadKubeconfig reads path, or with path empty the standard loading rules.
-func LoadKubeconfig(path string) (*Kubeconfig, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
-		rules.ExplicitPath = path
-	}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
-	}
-	return &Kubeconfig{raw: raw, rules: rules}, nil
-}
-
-// Contexts are the kubeconfig's context names, sorted.
-func (k *Kubeconfig) Contexts() []string {
-	return sortedKeys(k.raw.Contexts)
-}
-
-// Has says whether the kubeconfig has a context of that name.
-func (k *Kubeconfig) Has(context string) bool {
-	_, ok := k.raw.Contexts[context]
-	return ok
-}
-
-// RESTConfig is the REST config of a context of the kubeconfig.
-func (k *Kubeconfig) RESTConfig(context string) (*rest.Config, error) {
-	if !k.Has(context) {
-		return nil, fmt.Errorf("context %q is not in the kubeconfig", context)
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(*k.raw, context, &clientcmd.ConfigOverrides{}, k.rules).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("context %q: %w", context, err)
-	}
-	return cfg, nil
-}
+func LoadKubeconfig(path string) (*Kubeconfig, error) { return gate.LoadKubeconfig(path) }
 
 // ReadError is a cluster that could not be read: unreachable, refused,
 // timed out, its context missing. init fails closed on it.

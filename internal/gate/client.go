@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,22 @@ func LoadKubeconfig(path string) (*Kubeconfig, error) {
 	return &Kubeconfig{raw: raw, rules: rules}, nil
 }
 
+// Contexts are the kubeconfig's context names, sorted.
+func (k *Kubeconfig) Contexts() []string {
+	names := make([]string, 0, len(k.raw.Contexts))
+	for name := range k.raw.Contexts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Has says whether the kubeconfig has a context of that name.
+func (k *Kubeconfig) Has(context string) bool {
+	_, ok := k.raw.Contexts[context]
+	return ok
+}
+
 // Client builds a read client for a context, with the gate's scheme. A
 // context the kubeconfig lacks is an error, never a fallback to the current
 // context.
@@ -57,7 +74,7 @@ func (k *Kubeconfig) Client(context string) (client.Client, error) {
 // current context. Readers that keep their own connection (the dashboard's
 // informers) start from it.
 func (k *Kubeconfig) RESTConfig(context string) (*rest.Config, error) {
-	if _, ok := k.raw.Contexts[context]; !ok {
+	if !k.Has(context) {
 		return nil, fmt.Errorf("context %q is not in the kubeconfig", context)
 	}
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*k.raw, context, &clientcmd.ConfigOverrides{}, k.rules).ClientConfig()
