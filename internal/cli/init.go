@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -355,27 +353,8 @@ func writeFleetFile(path string, data []byte, force bool) error {
 	if force {
 		return fsutil.WriteFileAtomic(path, data)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".gpufleet-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	err = os.Link(tmp.Name(), path)
-	if errors.Is(err, fs.ErrExist) {
+	err := fsutil.WriteNewFileAtomic(path, data)
+	if errors.Is(err, fsutil.ErrExist) {
 		return fmt.Errorf("%s appeared while init read the clusters; left alone (--force overwrites it)", path)
 	}
 	return err

@@ -1,6 +1,8 @@
 package fsutil
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -9,6 +11,22 @@ import (
 // into place, so a reader never sees half a file and an interrupted write
 // leaves the old content. Folders are created as needed; the file is 0644.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, data, os.Rename)
+}
+
+// ErrExist is returned by WriteNewFileAtomic when path exists.
+var ErrExist = fs.ErrExist
+
+// WriteNewFileAtomic is WriteFileAtomic for a file that must not exist: the
+// whole file is linked into place, which fails (errors.Is ErrExist) when a
+// file of that name exists, even one created since the caller looked.
+func WriteNewFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, data, os.Link)
+}
+
+// writeAtomic writes data to a temporary file beside path and puts it there
+// with place (rename, or link for a new file only).
+func writeAtomic(path string, data []byte, place func(oldpath, newpath string) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -18,8 +36,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+		return errors.Join(err, tmp.Close())
 	}
 	if err := tmp.Close(); err != nil {
 		return err
@@ -27,5 +44,5 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	return place(tmp.Name(), path)
 }
