@@ -152,11 +152,7 @@ func TestJoin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var nodes []planner.Node
-			for _, n := range tt.nodes {
-				nodes = append(nodes, n.Build())
-			}
-			got := planner.Plan(planner.Snapshot{Rollout: tt.rollout.Build(), Nodes: nodes}, now)
+			got := planOnce(tt.rollout, tt.nodes)
 			if diff := cmp.Diff(tt.want, briefs(got.Transitions)); diff != "" {
 				t.Errorf("transitions (-want +got):\n%s", diff)
 			}

@@ -233,14 +233,19 @@ func TestPlanTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var nodes []planner.Node
-			for _, n := range tt.nodes {
-				nodes = append(nodes, n.Build())
-			}
-			got := planner.Plan(planner.Snapshot{Rollout: tt.rollout.Build(), Nodes: nodes}, now)
+			got := planOnce(tt.rollout, tt.nodes)
 			if diff := cmp.Diff(tt.want, briefs(got.Transitions)); diff != "" {
 				t.Errorf("transitions (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// planOnce plans the rollout over the nodes, each built, at now.
+func planOnce(rollout *pt.RolloutBuilder, nodes []*pt.NodeBuilder) planner.Result {
+	var built []planner.Node
+	for _, n := range nodes {
+		built = append(built, n.Build())
+	}
+	return planner.Plan(planner.Snapshot{Rollout: rollout.Build(), Nodes: built}, now)
 }

@@ -108,11 +108,7 @@ func TestStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var nodes []planner.Node
-			for _, n := range tt.nodes {
-				nodes = append(nodes, n.Build())
-			}
-			got := planner.Plan(planner.Snapshot{Rollout: tt.rollout.Build(), Nodes: nodes}, now)
+			got := planOnce(tt.rollout, tt.nodes)
 			if diff := cmp.Diff(tt.want, summarise(got.Status)); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
