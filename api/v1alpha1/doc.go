@@ -3,8 +3,13 @@
 // generated deepcopy, and the two contracts the rest of gpufleet shares: the
 // spec's defaults (driverrollout_defaults.go, used by the CRD markers, the
 // fleet parser and the planner alike) and what a rollout keeps on a node
-// (node_labels.go, node_state.go). It depends on apimachinery and the core
-// API only. The CRD YAML in config/crd/bases is generated from the markers
+// (node_labels.go, node_state.go). It also keeps, as constants, every
+// other label, annotation and kind that more than one package of gpufleet
+// names: the GPU Feature Discovery and GPU Operator node labels gpufleet
+// reads (node_labels.go, actuator.go), the operator's kinds and driver pod
+// label (gpu_operator.go) and the annotations gpufleet owns on other
+// objects (annotations.go). It depends on apimachinery and the core API
+// only. The CRD YAML in config/crd/bases is generated from the markers
 // here by hack/generate.sh.
 //
 // +kubebuilder:object:generate=true

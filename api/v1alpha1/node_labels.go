@@ -58,6 +58,7 @@ const (
 // The labels GPU Feature Discovery puts on a node and gpufleet reads: the
 // GPU it carries and the driver it runs. A precompiled driver is judged by its branch
 // (LabelGFDDriverMajor), a driver built for the node by the full version.
+// The node simulator writes them all, as GFD would.
 const (
 	// LabelGFDProduct is the node's GPU product, e.g.
 	// "NVIDIA-H100-80GB-HBM3": a pool's nodes are the nodes carrying its
@@ -73,4 +74,33 @@ const (
 	LabelGFDDriverMinor = "nvidia.com/cuda.driver-version.minor"
 	// LabelGFDDriverRevision is its revision, e.g. "05".
 	LabelGFDDriverRevision = "nvidia.com/cuda.driver-version.revision"
+	// LabelGFDCount is how many GPUs the node has, e.g. "8".
+	LabelGFDCount = "nvidia.com/gpu.count"
+	// LabelGFDMemory is one GPU's memory in MiB, e.g. "81559".
+	LabelGFDMemory = "nvidia.com/gpu.memory"
+	// LabelGFDFamily is the GPU's architecture, e.g. "hopper".
+	LabelGFDFamily = "nvidia.com/gpu.family"
+	// LabelGFDMIGCapable says whether the GPU can be partitioned with MIG
+	// ("true" or "false").
+	LabelGFDMIGCapable = "nvidia.com/mig.capable"
+)
+
+// The labels the GPU Operator and its mig-manager put on a node and
+// gpufleet reads (the operator's upgrade labels are in actuator.go).
+const (
+	// LabelGPUPresent marks a node with an NVIDIA GPU, driver or not: the
+	// operator sets it from Node Feature Discovery's PCI label before any
+	// driver is loaded, so it is what render's DriverRollouts select GPU
+	// nodes by (LabelGFDProduct appears only with the driver).
+	LabelGPUPresent = "nvidia.com/gpu.present"
+	// LabelDeployDriver is the operator's switch for its driver on the
+	// node: "pre-installed" when the host has its own driver, "false" when
+	// an admin turned the operator's driver off there.
+	LabelDeployDriver = "nvidia.com/gpu.deploy.driver"
+	// LabelMIGConfig is mig-manager's layout of the node's GPUs
+	// (all-disabled, all-1g.10gb, all-balanced…); absent means no MIG.
+	LabelMIGConfig = "nvidia.com/mig.config"
+	// LabelMIGConfigState is mig-manager's progress applying it: success,
+	// pending, rebooting or failed.
+	LabelMIGConfigState = "nvidia.com/mig.config.state"
 )
