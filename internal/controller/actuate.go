@@ -56,7 +56,7 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 	state.Encode(n.Labels, n.Annotations)
 	n.Spec.Unschedulable = unschedulable
 	if t.Driver != "" {
-		n.Labels[LabelDriver] = t.Driver
+		n.Labels[v1alpha1.LabelDriver] = t.Driver
 	}
 	operatorMarks(n, t)
 	if t.Quarantine {
@@ -76,7 +76,7 @@ func quarantineLabels(q *v1alpha1.QuarantineSpec) map[string]string {
 	if len(q.Labels) > 0 {
 		return q.Labels
 	}
-	return map[string]string{LabelQuarantined: "true"}
+	return map[string]string{v1alpha1.LabelQuarantined: "true"}
 }
 
 // quarantineTaint is the spec's quarantine taint, or the default one.

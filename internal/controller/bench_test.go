@@ -451,7 +451,7 @@ func (a *benchAgent) createNode(ctx context.Context, name string) error {
 func (a *benchAgent) createBareNode(ctx context.Context, name string) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"gpufleet.io/pool": a.pool, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", LabelDriver: oldDriver, LabelDriverVersion: oldDriver,
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", v1alpha1.LabelDriver: oldDriver, v1alpha1.LabelGFDDriverFull: oldDriver,
 	}}}
 	if err := a.c.Create(ctx, node); err != nil {
 		return err
@@ -550,14 +550,14 @@ func (a *benchAgent) pass(ctx context.Context) error {
 	var todo []*metav1.PartialObjectMetadata
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		want := n.Labels[LabelDriver]
-		if p := byNode[n.Name]; (p != nil && p.Labels["bench/version"] != want) || n.Labels[LabelDriverVersion] != want {
+		want := n.Labels[v1alpha1.LabelDriver]
+		if p := byNode[n.Name]; (p != nil && p.Labels["bench/version"] != want) || n.Labels[v1alpha1.LabelGFDDriverFull] != want {
 			todo = append(todo, n)
 		}
 	}
 	return parallel(len(todo), func(i int) error {
 		n := todo[i]
-		want := n.Labels[LabelDriver]
+		want := n.Labels[v1alpha1.LabelDriver]
 		if p := byNode[n.Name]; p != nil && p.Labels["bench/version"] != want {
 			if err := a.c.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 				return err
@@ -566,9 +566,9 @@ func (a *benchAgent) pass(ctx context.Context) error {
 				return err
 			}
 		}
-		if n.Labels[LabelDriverVersion] != want {
+		if n.Labels[v1alpha1.LabelGFDDriverFull] != want {
 			patch := client.MergeFrom(n.DeepCopy())
-			n.Labels[LabelDriverVersion] = want
+			n.Labels[v1alpha1.LabelGFDDriverFull] = want
 			return a.c.Patch(ctx, n, patch)
 		}
 		return nil

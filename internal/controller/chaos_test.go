@@ -262,8 +262,8 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 		if err := cc.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			t.Fatal(err)
 		}
-		if !n.Spec.Unschedulable || n.Annotations[AnnotationAdminCordoned] != "true" || n.Labels[LabelRollout] != "" {
-			fail("admin's node %s after the deletion: unschedulable %t, mark %q, owner %q", name, n.Spec.Unschedulable, n.Annotations[AnnotationAdminCordoned], n.Labels[LabelRollout])
+		if !n.Spec.Unschedulable || n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" || n.Labels[v1alpha1.LabelRollout] != "" {
+			fail("admin's node %s after the deletion: unschedulable %t, mark %q, owner %q", name, n.Spec.Unschedulable, n.Annotations[v1alpha1.AnnotationAdminCordoned], n.Labels[v1alpha1.LabelRollout])
 		}
 	}
 	w.stop()
@@ -299,7 +299,7 @@ func (cc *chaosCluster) steer(t *testing.T, w *invariantWatch, name string) {
 		return
 	}
 	var list corev1.NodeList
-	if err := cc.c.List(ctx, &list, client.MatchingLabels{LabelPhase: string(v1alpha1.NodeSoaking)}); err != nil || len(list.Items) == 0 {
+	if err := cc.c.List(ctx, &list, client.MatchingLabels{v1alpha1.LabelPhase: string(v1alpha1.NodeSoaking)}); err != nil || len(list.Items) == 0 {
 		return
 	}
 	if err := cc.sim.RaiseXID(ctx, list.Items[0].Name, 79); err == nil {
@@ -329,21 +329,21 @@ func (cc *chaosCluster) checkEnd(t *testing.T, ro *v1alpha1.DriverRollout, nodes
 		if !slices.Contains(nodes, n.Name) {
 			continue
 		}
-		phase := v1alpha1.NodePhase(n.Labels[LabelPhase])
+		phase := v1alpha1.NodePhase(n.Labels[v1alpha1.LabelPhase])
 		admin := slices.Contains(admins, n.Name)
 		switch {
-		case n.Annotations[AnnotationFailed] == "true":
+		case n.Annotations[v1alpha1.AnnotationFailed] == "true":
 			failed++
 			if phase != v1alpha1.NodeRolledBack && phase != v1alpha1.NodeQuarantined {
 				t.Errorf("seed %d: failed node %s ended %s", seed, n.Name, phase)
 			}
-		case phase != v1alpha1.NodeDone || n.Labels[LabelDriverVersion] != newDriver:
-			t.Errorf("seed %d: node %s ended %s on %s", seed, n.Name, phase, n.Labels[LabelDriverVersion])
+		case phase != v1alpha1.NodeDone || n.Labels[v1alpha1.LabelGFDDriverFull] != newDriver:
+			t.Errorf("seed %d: node %s ended %s on %s", seed, n.Name, phase, n.Labels[v1alpha1.LabelGFDDriverFull])
 		}
 		if n.Spec.Unschedulable != admin && phase != v1alpha1.NodeQuarantined {
 			t.Errorf("seed %d: node %s unschedulable %t, admin-cordoned %t", seed, n.Name, n.Spec.Unschedulable, admin)
 		}
-		if admin && n.Annotations[AnnotationAdminCordoned] != "true" {
+		if admin && n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
 			t.Errorf("seed %d: admin's node %s lost its mark", seed, n.Name)
 		}
 	}
@@ -428,7 +428,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 	// Kill the leader while the third node is in flight.
 	inFlight := func(name string) bool {
 		n := &corev1.Node{}
-		return cc.c.Get(ctx, client.ObjectKey{Name: name}, n) == nil && n.Labels[LabelPhase] != "" && n.Labels[LabelPhase] != string(v1alpha1.NodeDone)
+		return cc.c.Get(ctx, client.ObjectKey{Name: name}, n) == nil && n.Labels[v1alpha1.LabelPhase] != "" && n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for !inFlight(nodes[2]) {

@@ -196,7 +196,7 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 		if !w.sel.Matches(set) {
 			continue
 		}
-		owner, phase := n.Labels[LabelRollout], v1alpha1.NodePhase(n.Labels[LabelPhase])
+		owner, phase := n.Labels[v1alpha1.LabelRollout], v1alpha1.NodePhase(n.Labels[v1alpha1.LabelPhase])
 		if owner != "" && owner != w.rollout {
 			w.fail("node %s names rollout %q", n.Name, owner)
 		}
@@ -206,7 +206,7 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 		if planner.InFlight(phase) || phase == v1alpha1.NodeQuarantined || n.Spec.Unschedulable || !nodeReady(n) || w.oos.Matches(set) {
 			out++
 		}
-		if n.Annotations[AnnotationFailed] == "true" {
+		if n.Annotations[v1alpha1.AnnotationFailed] == "true" {
 			failed++
 		}
 		if phase != "" && w.approvedAt.IsZero() && len(w.canary) > 0 && !slices.Contains(w.canary, n.Name) {
@@ -216,7 +216,7 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 			if !n.Spec.Unschedulable {
 				w.fail("node %s, cordoned by an admin, is schedulable", n.Name)
 			}
-			if phase != "" && n.Annotations[AnnotationAdminCordoned] != "true" {
+			if phase != "" && n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
 				w.fail("node %s, cordoned by an admin, is %s without the admin-cordon mark", n.Name, phase)
 			}
 		}
@@ -252,7 +252,7 @@ func (w *invariantWatch) watch(ctx context.Context) {
 			if !w.sel.Matches(labels.Set(n.Labels)) {
 				continue
 			}
-			phase := v1alpha1.NodePhase(n.Labels[LabelPhase])
+			phase := v1alpha1.NodePhase(n.Labels[v1alpha1.LabelPhase])
 			prev, seen := last[n.Name]
 			if seen && prev == phase {
 				continue

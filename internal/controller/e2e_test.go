@@ -34,10 +34,10 @@ func assertDone(t *testing.T, nodes []string, version string, cordoned ...string
 	t.Helper()
 	for _, name := range nodes {
 		n := getNode(t, name)
-		if got := n.Labels[LabelPhase]; got != string(v1alpha1.NodeDone) {
+		if got := n.Labels[v1alpha1.LabelPhase]; got != string(v1alpha1.NodeDone) {
 			t.Errorf("node %s phase %q, want Done", name, got)
 		}
-		if got := n.Labels[LabelDriverVersion]; got != version {
+		if got := n.Labels[v1alpha1.LabelGFDDriverFull]; got != version {
 			t.Errorf("node %s reports driver %q, want %s", name, got, version)
 		}
 		if want := slices.Contains(cordoned, name); n.Spec.Unschedulable != want {
@@ -51,7 +51,7 @@ func assertUntouched(t *testing.T, nodes []string, version string) {
 	t.Helper()
 	for _, name := range nodes {
 		n := getNode(t, name)
-		if n.Labels[LabelRollout] != "" || n.Spec.Unschedulable || n.Labels[LabelDriver] != version && n.Labels[LabelDriver] != "" {
+		if n.Labels[v1alpha1.LabelRollout] != "" || n.Spec.Unschedulable || n.Labels[v1alpha1.LabelDriver] != version && n.Labels[v1alpha1.LabelDriver] != "" {
 			t.Errorf("node %s was touched: labels %v, unschedulable %t", name, n.Labels, n.Spec.Unschedulable)
 		}
 	}
@@ -159,7 +159,7 @@ func TestMaxUnavailableKeepsAdminCordon(t *testing.T) {
 		t.Errorf("up to %d nodes unavailable at once, maxUnavailable 2", got)
 	}
 	assertDone(t, nodes, newDriver, admin)
-	if got := getNode(t, admin).Annotations[AnnotationAdminCordoned]; got != "true" {
+	if got := getNode(t, admin).Annotations[v1alpha1.AnnotationAdminCordoned]; got != "true" {
 		t.Errorf("admin cordon not recorded: %q", got)
 	}
 }
@@ -222,11 +222,11 @@ func TestBadDriverStopsAtCanary(t *testing.T) {
 		t.Errorf("Stalled condition %+v", c)
 	}
 	n := getNode(t, nodes[0])
-	if n.Labels[LabelDriver] != oldDriver || n.Labels[LabelDriverVersion] != oldDriver || n.Spec.Unschedulable {
+	if n.Labels[v1alpha1.LabelDriver] != oldDriver || n.Labels[v1alpha1.LabelGFDDriverFull] != oldDriver || n.Spec.Unschedulable {
 		t.Errorf("canary not rolled back cleanly: driver %s reports %s unschedulable %t",
-			n.Labels[LabelDriver], n.Labels[LabelDriverVersion], n.Spec.Unschedulable)
+			n.Labels[v1alpha1.LabelDriver], n.Labels[v1alpha1.LabelGFDDriverFull], n.Spec.Unschedulable)
 	}
-	if n.Annotations[AnnotationFailed] != "true" {
+	if n.Annotations[v1alpha1.AnnotationFailed] != "true" {
 		t.Errorf("canary failure not recorded")
 	}
 	waitEvent(t, "badcanary", "NodeRollingBack", "failed to install")
@@ -261,8 +261,8 @@ func TestXIDDuringSoakRollsBack(t *testing.T) {
 	waitNodePhase(t, nodes[0], v1alpha1.NodeRolledBack, 30*time.Second)
 	waitEvent(t, "xid", "NodeRollingBack", "event XidError", "of soak")
 	n := getNode(t, nodes[0])
-	if n.Labels[LabelDriverVersion] != oldDriver || n.Annotations[AnnotationFailed] != "true" || n.Spec.Unschedulable {
-		t.Errorf("node after XID: reports %s, failed %q, unschedulable %t", n.Labels[LabelDriverVersion], n.Annotations[AnnotationFailed], n.Spec.Unschedulable)
+	if n.Labels[v1alpha1.LabelGFDDriverFull] != oldDriver || n.Annotations[v1alpha1.AnnotationFailed] != "true" || n.Spec.Unschedulable {
+		t.Errorf("node after XID: reports %s, failed %q, unschedulable %t", n.Labels[v1alpha1.LabelGFDDriverFull], n.Annotations[v1alpha1.AnnotationFailed], n.Spec.Unschedulable)
 	}
 	// The other node finishes, within the budget of one failure: that is
 	// not Completed (a node is left on the old driver) but a terminal
@@ -315,11 +315,11 @@ func TestFailedRollbackQuarantines(t *testing.T) {
 	create(t, ro)
 	waitNodePhase(t, nodes[0], v1alpha1.NodeQuarantined, 40*time.Second)
 	n := getNode(t, nodes[0])
-	if n.Labels[LabelQuarantined] != "true" {
+	if n.Labels[v1alpha1.LabelQuarantined] != "true" {
 		t.Errorf("quarantine label missing: %v", n.Labels)
 	}
 	if !slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool {
-		return x.Key == TaintQuarantined && x.Effect == corev1.TaintEffectNoSchedule
+		return x.Key == v1alpha1.TaintQuarantined && x.Effect == corev1.TaintEffectNoSchedule
 	}) {
 		t.Errorf("quarantine taint missing: %v", n.Spec.Taints)
 	}
@@ -363,7 +363,7 @@ func TestBudgetPauseAbort(t *testing.T) {
 		assertUntouched(t, nodes[1:], oldDriver)
 		edit(t, "pause", func(ro *v1alpha1.DriverRollout) { ro.Spec.Paused = false })
 		waitFor(t, 10*time.Second, "next node started after unpausing", func() (bool, string) {
-			ph := getNode(t, nodes[1]).Labels[LabelPhase]
+			ph := getNode(t, nodes[1]).Labels[v1alpha1.LabelPhase]
 			return ph != "", "phase " + ph
 		})
 	})
@@ -377,13 +377,13 @@ func TestBudgetPauseAbort(t *testing.T) {
 		waitPhase(t, "abort", v1alpha1.PhaseAborted, 40*time.Second)
 		for _, name := range nodes[:2] {
 			n := getNode(t, name)
-			if n.Labels[LabelPhase] != string(v1alpha1.NodeRolledBack) || n.Labels[LabelDriverVersion] != oldDriver || n.Spec.Unschedulable {
-				t.Errorf("node %s after abort: phase %s, reports %s, unschedulable %t", name, n.Labels[LabelPhase], n.Labels[LabelDriverVersion], n.Spec.Unschedulable)
+			if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeRolledBack) || n.Labels[v1alpha1.LabelGFDDriverFull] != oldDriver || n.Spec.Unschedulable {
+				t.Errorf("node %s after abort: phase %s, reports %s, unschedulable %t", name, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelGFDDriverFull], n.Spec.Unschedulable)
 			}
 		}
 		// The third node may have started before the abort; if so it is
 		// rolled back too, otherwise untouched.
-		if ph := getNode(t, nodes[2]).Labels[LabelPhase]; ph != "" && ph != string(v1alpha1.NodeRolledBack) {
+		if ph := getNode(t, nodes[2]).Labels[v1alpha1.LabelPhase]; ph != "" && ph != string(v1alpha1.NodeRolledBack) {
 			t.Errorf("node %s phase %s after abort", nodes[2], ph)
 		}
 	})
@@ -426,7 +426,7 @@ func TestRestartMidDrain(t *testing.T) {
 	waitNodePhase(t, nodes[0], v1alpha1.NodeDraining, 20*time.Second)
 	run.stop()
 	time.Sleep(2 * time.Second)
-	if ph := getNode(t, nodes[0]).Labels[LabelPhase]; ph != string(v1alpha1.NodeDraining) {
+	if ph := getNode(t, nodes[0]).Labels[v1alpha1.LabelPhase]; ph != string(v1alpha1.NodeDraining) {
 		t.Fatalf("node moved on without a controller: %s", ph)
 	}
 	startController(t, RealClock{}, nil)
@@ -497,8 +497,8 @@ func TestPDBAndDrainTimeout(t *testing.T) {
 		t.Errorf("blocked evictions = %g, want some", got)
 	}
 	n := getNode(t, nodes[0])
-	if n.Spec.Unschedulable || n.Labels[LabelDriver] != oldDriver {
-		t.Errorf("node after drain timeout: unschedulable %t driver %s", n.Spec.Unschedulable, n.Labels[LabelDriver])
+	if n.Spec.Unschedulable || n.Labels[v1alpha1.LabelDriver] != oldDriver {
+		t.Errorf("node after drain timeout: unschedulable %t driver %s", n.Spec.Unschedulable, n.Labels[v1alpha1.LabelDriver])
 	}
 }
 

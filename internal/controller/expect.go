@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // expectations guard against the cache lagging behind the controller's own
@@ -51,7 +53,7 @@ func (e *expectations) stale(nodes map[string]*corev1.Node, now time.Time) strin
 	for name, exp := range e.since {
 		n, ok := nodes[name]
 		switch {
-		case !ok, n.Annotations[AnnotationSince] == exp.stamp, now.Sub(exp.written) > expectTimeout:
+		case !ok, n.Annotations[v1alpha1.AnnotationSince] == exp.stamp, now.Sub(exp.written) > expectTimeout:
 			delete(e.since, name)
 		case lagging == "" || name < lagging:
 			lagging = name

@@ -23,8 +23,8 @@ import (
 var t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 
 func TestLabelDriverMatchesRender(t *testing.T) {
-	if LabelDriver != render.LabelDriver {
-		t.Fatalf("LabelDriver = %q, render.LabelDriver = %q", LabelDriver, render.LabelDriver)
+	if v1alpha1.LabelDriver != render.LabelDriver {
+		t.Fatalf("LabelDriver = %q, render.LabelDriver = %q", v1alpha1.LabelDriver, render.LabelDriver)
 	}
 }
 
@@ -38,8 +38,8 @@ func rollout(name string) *v1alpha1.DriverRollout {
 func TestTransitionNode(t *testing.T) {
 	ro := rollout("r1")
 	base := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{
-		LabelDriver: "570.172.08", LabelRollout: "old", LabelPhase: "Done",
-	}, Annotations: map[string]string{AnnotationFailed: "true"}}}
+		v1alpha1.LabelDriver: "570.172.08", v1alpha1.LabelRollout: "old", v1alpha1.LabelPhase: "Done",
+	}, Annotations: map[string]string{v1alpha1.AnnotationFailed: "true"}}}
 	tests := []struct {
 		name string
 		in   func(n *corev1.Node) // changes to base for this case
@@ -50,21 +50,21 @@ func TestTransitionNode(t *testing.T) {
 			name: "an earlier rollout's admin-cordon mark stays: it is a fact about the node",
 			in: func(n *corev1.Node) {
 				n.Spec.Unschedulable = true
-				n.Annotations[AnnotationAdminCordoned] = "true"
+				n.Annotations[v1alpha1.AnnotationAdminCordoned] = "true"
 			},
 			tr: planner.Transition{Node: "n1", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining},
 			want: func(n *corev1.Node) {
-				delete(n.Annotations, AnnotationFailed)
+				delete(n.Annotations, v1alpha1.AnnotationFailed)
 			},
 		},
 		{
 			name: "a cordon of the rollout's own drops a stale admin-cordon mark",
-			in:   func(n *corev1.Node) { n.Annotations[AnnotationAdminCordoned] = "true" },
+			in:   func(n *corev1.Node) { n.Annotations[v1alpha1.AnnotationAdminCordoned] = "true" },
 			tr:   planner.Transition{Node: "n1", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Cordon: true},
 			want: func(n *corev1.Node) {
 				n.Spec.Unschedulable = true
-				delete(n.Annotations, AnnotationFailed)
-				delete(n.Annotations, AnnotationAdminCordoned)
+				delete(n.Annotations, v1alpha1.AnnotationFailed)
+				delete(n.Annotations, v1alpha1.AnnotationAdminCordoned)
 			},
 		},
 		{
@@ -72,31 +72,31 @@ func TestTransitionNode(t *testing.T) {
 			tr:   planner.Transition{Node: "n1", From: v1alpha1.NodePending, To: v1alpha1.NodeDraining, Cordon: true},
 			want: func(n *corev1.Node) {
 				n.Spec.Unschedulable = true
-				delete(n.Annotations, AnnotationFailed)
+				delete(n.Annotations, v1alpha1.AnnotationFailed)
 			},
 		},
 		{
 			name: "admin cordon is recorded, not cordoned again",
 			tr:   planner.Transition{Node: "n1", To: v1alpha1.NodeDraining, RecordAdminCordon: true},
 			want: func(n *corev1.Node) {
-				delete(n.Annotations, AnnotationFailed)
-				n.Annotations[AnnotationAdminCordoned] = "true"
+				delete(n.Annotations, v1alpha1.AnnotationFailed)
+				n.Annotations[v1alpha1.AnnotationAdminCordoned] = "true"
 			},
 		},
 		{
 			name: "install flips the driver label",
 			tr:   planner.Transition{Node: "n1", To: v1alpha1.NodeInstalling, Driver: "580.95.05"},
 			want: func(n *corev1.Node) {
-				delete(n.Annotations, AnnotationFailed)
-				n.Labels[LabelDriver] = "580.95.05"
+				delete(n.Annotations, v1alpha1.AnnotationFailed)
+				n.Labels[v1alpha1.LabelDriver] = "580.95.05"
 			},
 		},
 		{
 			name: "quarantine adds label and taint",
 			tr:   planner.Transition{Node: "n1", To: v1alpha1.NodeQuarantined, Quarantine: true, Failure: true},
 			want: func(n *corev1.Node) {
-				n.Annotations[AnnotationFailed] = "true"
-				n.Labels[LabelQuarantined] = "true"
+				n.Annotations[v1alpha1.AnnotationFailed] = "true"
+				n.Labels[v1alpha1.LabelQuarantined] = "true"
 				n.Spec.Taints = []corev1.Taint{defaultQuarantineTaint()}
 			},
 		},
@@ -109,14 +109,14 @@ func TestTransitionNode(t *testing.T) {
 			}
 			got := transitionNode(in, ro, tt.tr, t0)
 			want := in.DeepCopy()
-			want.Labels[LabelRollout] = "r1"
-			want.Labels[LabelPhase] = string(tt.tr.To)
-			want.Annotations[AnnotationSince] = t0.Format(time.RFC3339Nano)
+			want.Labels[v1alpha1.LabelRollout] = "r1"
+			want.Labels[v1alpha1.LabelPhase] = string(tt.tr.To)
+			want.Annotations[v1alpha1.AnnotationSince] = t0.Format(time.RFC3339Nano)
 			tt.want(want)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("transitionNode (-want +got):\n%s", diff)
 			}
-			if in.Labels[LabelRollout] != "old" {
+			if in.Labels[v1alpha1.LabelRollout] != "old" {
 				t.Errorf("transitionNode changed its input")
 			}
 		})
@@ -125,11 +125,11 @@ func TestTransitionNode(t *testing.T) {
 
 func TestReleaseNode(t *testing.T) {
 	node := func(phase string, cordoned, admin bool) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{LabelRollout: "r", LabelPhase: phase},
-			Annotations: map[string]string{AnnotationSince: t0.Format(time.RFC3339)}}}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{v1alpha1.LabelRollout: "r", v1alpha1.LabelPhase: phase},
+			Annotations: map[string]string{v1alpha1.AnnotationSince: t0.Format(time.RFC3339)}}}
 		n.Spec.Unschedulable = cordoned
 		if admin {
-			n.Annotations[AnnotationAdminCordoned] = "true"
+			n.Annotations[v1alpha1.AnnotationAdminCordoned] = "true"
 		}
 		return n
 	}
@@ -159,10 +159,10 @@ func TestReleaseNode(t *testing.T) {
 			if got.Spec.Unschedulable != tt.wantCordoned {
 				t.Errorf("unschedulable = %t, want %t", got.Spec.Unschedulable, tt.wantCordoned)
 			}
-			if mark := got.Annotations[AnnotationAdminCordoned] == "true"; mark != tt.wantMark {
+			if mark := got.Annotations[v1alpha1.AnnotationAdminCordoned] == "true"; mark != tt.wantMark {
 				t.Errorf("admin-cordon mark = %t, want %t", mark, tt.wantMark)
 			}
-			delete(got.Annotations, AnnotationAdminCordoned)
+			delete(got.Annotations, v1alpha1.AnnotationAdminCordoned)
 			if len(got.Labels)+len(got.Annotations) != 0 {
 				t.Errorf("marks left: %v %v", got.Labels, got.Annotations)
 			}
@@ -172,8 +172,8 @@ func TestReleaseNode(t *testing.T) {
 
 func TestObserveNode(t *testing.T) {
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{LabelRollout: "r1", LabelPhase: "Soaking"},
-			Annotations: map[string]string{AnnotationSince: t0.Format(time.RFC3339Nano), AnnotationAdminCordoned: "true", AnnotationFailed: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1alpha1.LabelRollout: "r1", v1alpha1.LabelPhase: "Soaking"},
+			Annotations: map[string]string{v1alpha1.AnnotationSince: t0.Format(time.RFC3339Nano), v1alpha1.AnnotationAdminCordoned: "true", v1alpha1.AnnotationFailed: "true"}},
 		Spec:   corev1.NodeSpec{Unschedulable: true},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
@@ -191,7 +191,7 @@ func TestObserveNode(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("other rollout (-want +got):\n%s", diff)
 	}
-	delete(n.Annotations, AnnotationSince)
+	delete(n.Annotations, v1alpha1.AnnotationSince)
 	if got := observeNode(n, "r1", now); !got.Since.Equal(now) {
 		t.Errorf("since without annotation = %v, want now", got.Since)
 	}
@@ -252,7 +252,7 @@ func TestDriverState(t *testing.T) {
 		{"old version's pod does not count", []corev1.Pod{driver("nvcr.io/nvidia/driver:570.172.08-ubuntu22.04", nil)}, false, false},
 		{"tag without a version counts", []corev1.Pod{driver("registry:5000/driver:570-5.15.0-generic", nil)}, true, false},
 		{"node selector of another version", []corev1.Pod{driver("driver", func(p *corev1.Pod) {
-			p.Spec.NodeSelector = map[string]string{LabelDriver: "570.172.08"}
+			p.Spec.NodeSelector = map[string]string{v1alpha1.LabelDriver: "570.172.08"}
 		})}, false, false},
 		{"crash loop fails", []corev1.Pod{driver("driver:580.95.05", crashing)}, false, true},
 		{"terminating pod ignored", []corev1.Pod{driver("driver:580.95.05", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} })}, false, false},
@@ -398,7 +398,7 @@ func TestMetrics(t *testing.T) {
 
 func TestExpectations(t *testing.T) {
 	node := func(stamp string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationSince: stamp}}}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationSince: stamp}}}
 	}
 	var e expectations
 	if got := e.stale(map[string]*corev1.Node{"a": node("1")}, t0); got != "" {

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // installConfig applies what a kustomization folder of config/ renders, as
@@ -52,7 +54,7 @@ func installAdmission(ctx context.Context, c client.Client) error {
 	}
 	probe := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Node",
-		"metadata": map[string]any{"name": "admission-probe", "labels": map[string]any{LabelRollout: "a"}},
+		"metadata": map[string]any{"name": "admission-probe", "labels": map[string]any{v1alpha1.LabelRollout: "a"}},
 	}}
 	if err := c.Create(ctx, probe); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -67,10 +69,10 @@ func installAdmission(ctx context.Context, c client.Client) error {
 		}
 		// Move the owner to the other name: refused once the policy works.
 		next := "b"
-		if cur.GetLabels()[LabelRollout] == "b" {
+		if cur.GetLabels()[v1alpha1.LabelRollout] == "b" {
 			next = "a"
 		}
-		cur.SetLabels(map[string]string{LabelRollout: next})
+		cur.SetLabels(map[string]string{v1alpha1.LabelRollout: next})
 		err := c.Update(ctx, cur)
 		if err != nil && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) {
 			return nil

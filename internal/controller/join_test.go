@@ -48,15 +48,15 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 	waitFor(t, 15*time.Second, fresh+" labelled", func() (bool, string) {
 		n := getNode(t, fresh)
 		labelled = time.Since(began)
-		return n.Labels[LabelDriver] != "", fmt.Sprint(n.Labels)
+		return n.Labels[v1alpha1.LabelDriver] != "", fmt.Sprint(n.Labels)
 	})
-	t.Logf("%s labelled %s after %s, its window shut", fresh, getNode(t, fresh).Labels[LabelDriver], labelled.Round(time.Millisecond))
-	if got := getNode(t, fresh).Labels[LabelDriver]; got != newDriver {
+	t.Logf("%s labelled %s after %s, its window shut", fresh, getNode(t, fresh).Labels[v1alpha1.LabelDriver], labelled.Round(time.Millisecond))
+	if got := getNode(t, fresh).Labels[v1alpha1.LabelDriver]; got != newDriver {
 		t.Fatalf("%s labelled %s, want the target %s (the rollout has no canary)", fresh, got, newDriver)
 	}
 	waitNodePhase(t, fresh, v1alpha1.NodeDone, 30*time.Second)
-	if n := getNode(t, fresh); n.Labels[LabelDriverVersion] != newDriver || n.Spec.Unschedulable {
-		t.Errorf("%s: reports %q, unschedulable %t; want %s and never cordoned", fresh, n.Labels[LabelDriverVersion], n.Spec.Unschedulable, newDriver)
+	if n := getNode(t, fresh); n.Labels[v1alpha1.LabelGFDDriverFull] != newDriver || n.Spec.Unschedulable {
+		t.Errorf("%s: reports %q, unschedulable %t; want %s and never cordoned", fresh, n.Labels[v1alpha1.LabelGFDDriverFull], n.Spec.Unschedulable, newDriver)
 	}
 	dr := waitPhase(t, "joins", v1alpha1.PhaseCompleted, 10*time.Second)
 	if dr.Status.Total != 1 || dr.Status.Nodes.Done != 1 {
@@ -86,15 +86,15 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 	register("joins-quarantined", false, map[string]string{v1alpha1.LabelQuarantined: "true"})
 	waitFor(t, 15*time.Second, "joins-cordoned labelled", func() (bool, string) {
 		n := getNode(t, "joins-cordoned")
-		return n.Labels[LabelDriver] == newDriver, fmt.Sprint(n.Labels)
+		return n.Labels[v1alpha1.LabelDriver] == newDriver, fmt.Sprint(n.Labels)
 	})
 	n := getNode(t, "joins-cordoned")
-	if !n.Spec.Unschedulable || n.Annotations[AnnotationAdminCordoned] != "true" {
-		t.Errorf("joins-cordoned: unschedulable %t, admin-cordoned mark %q; want the cordon kept and recorded", n.Spec.Unschedulable, n.Annotations[AnnotationAdminCordoned])
+	if !n.Spec.Unschedulable || n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
+		t.Errorf("joins-cordoned: unschedulable %t, admin-cordoned mark %q; want the cordon kept and recorded", n.Spec.Unschedulable, n.Annotations[v1alpha1.AnnotationAdminCordoned])
 	}
 	// The quarantined node is selected and seen by every pass since.
 	time.Sleep(2 * time.Second)
-	if q := getNode(t, "joins-quarantined"); q.Labels[LabelDriver] != "" || q.Labels[LabelRollout] != "" {
+	if q := getNode(t, "joins-quarantined"); q.Labels[v1alpha1.LabelDriver] != "" || q.Labels[v1alpha1.LabelRollout] != "" {
 		t.Errorf("the quarantined node was taken: %v", q.Labels)
 	}
 

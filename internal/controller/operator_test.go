@@ -21,7 +21,7 @@ func TestOperatorMarksGoWithTheMove(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 
 	held := transitionNode(node, ro, planner.Transition{Node: "n", From: v1alpha1.NodePending, To: v1alpha1.NodePending, Hold: true}, now)
-	if held.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || held.Labels[LabelRollout] != "r" {
+	if held.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || held.Labels[v1alpha1.LabelRollout] != "r" {
 		t.Fatalf("hold: labels %v", held.Labels)
 	}
 	held.Spec.Unschedulable = true // an admin's
@@ -29,11 +29,11 @@ func TestOperatorMarksGoWithTheMove(t *testing.T) {
 	if _, ok := rel.Labels[v1alpha1.LabelOperatorUpgradeSkip]; ok {
 		t.Errorf("release: skip label left: %v", rel.Labels)
 	}
-	if rel.Annotations[v1alpha1.AnnotationOperatorInitialUnschedulable] != "true" || rel.Annotations[AnnotationAdminCordoned] != "true" {
+	if rel.Annotations[v1alpha1.AnnotationOperatorInitialUnschedulable] != "true" || rel.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
 		t.Errorf("release of a cordoned node: annotations %v", rel.Annotations)
 	}
-	if !rel.Spec.Unschedulable || rel.Labels[LabelPhase] != string(v1alpha1.NodeInstalling) {
-		t.Errorf("release: unschedulable %t phase %q", rel.Spec.Unschedulable, rel.Labels[LabelPhase])
+	if !rel.Spec.Unschedulable || rel.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeInstalling) {
+		t.Errorf("release: unschedulable %t phase %q", rel.Spec.Unschedulable, rel.Labels[v1alpha1.LabelPhase])
 	}
 	plain := transitionNode(node, ro, planner.Transition{Node: "n", From: v1alpha1.NodePending, To: v1alpha1.NodeInstalling, Release: true, KeepCordon: true}, now)
 	if _, ok := plain.Annotations[v1alpha1.AnnotationOperatorInitialUnschedulable]; ok {

@@ -52,10 +52,10 @@ func TestAdminCordonSurvivesSettleAndDelete(t *testing.T) {
 	create(t, ro)
 	waitPhase(t, "settled", v1alpha1.PhaseCompleted, 30*time.Second)
 	n := getNode(t, admin)
-	if n.Labels[LabelPhase] != string(v1alpha1.NodeDone) || !n.Spec.Unschedulable {
-		t.Fatalf("admin's node after settling: phase %q unschedulable %t", n.Labels[LabelPhase], n.Spec.Unschedulable)
+	if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || !n.Spec.Unschedulable {
+		t.Fatalf("admin's node after settling: phase %q unschedulable %t", n.Labels[v1alpha1.LabelPhase], n.Spec.Unschedulable)
 	}
-	if n.Annotations[AnnotationAdminCordoned] != "true" {
+	if n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
 		t.Errorf("settled Done without recording the admin's cordon: annotations %v", n.Annotations)
 	}
 
@@ -64,12 +64,12 @@ func TestAdminCordonSurvivesSettleAndDelete(t *testing.T) {
 	if !n.Spec.Unschedulable {
 		t.Fatalf("deleting the rollout uncordoned %s, which an admin had cordoned", admin)
 	}
-	if n.Annotations[AnnotationAdminCordoned] != "true" || n.Labels[LabelRollout] != "" {
-		t.Errorf("released node %s: mark %q, owner %q; want the mark kept and no owner", admin, n.Annotations[AnnotationAdminCordoned], n.Labels[LabelRollout])
+	if n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" || n.Labels[v1alpha1.LabelRollout] != "" {
+		t.Errorf("released node %s: mark %q, owner %q; want the mark kept and no owner", admin, n.Annotations[v1alpha1.AnnotationAdminCordoned], n.Labels[v1alpha1.LabelRollout])
 	}
 	for _, name := range []string{nodes[0], nodes[2]} {
-		if n := getNode(t, name); n.Spec.Unschedulable || n.Labels[LabelRollout] != "" {
-			t.Errorf("node %s after release: unschedulable %t owner %q", name, n.Spec.Unschedulable, n.Labels[LabelRollout])
+		if n := getNode(t, name); n.Spec.Unschedulable || n.Labels[v1alpha1.LabelRollout] != "" {
+			t.Errorf("node %s after release: unschedulable %t owner %q", name, n.Spec.Unschedulable, n.Labels[v1alpha1.LabelRollout])
 		}
 	}
 
@@ -82,12 +82,12 @@ func TestAdminCordonSurvivesSettleAndDelete(t *testing.T) {
 	create(t, ro2)
 	waitPhase(t, "settled-next", v1alpha1.PhaseCompleted, 60*time.Second)
 	assertDone(t, nodes, next, admin)
-	if n := getNode(t, admin); n.Annotations[AnnotationAdminCordoned] != "true" {
+	if n := getNode(t, admin); n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
 		t.Errorf("a second rollout dropped the admin-cordon mark: %v", n.Annotations)
 	}
 	deleteRollout(t, "settled-next")
-	if n := getNode(t, admin); !n.Spec.Unschedulable || n.Annotations[AnnotationAdminCordoned] != "true" {
-		t.Errorf("after the second rollout's deletion: unschedulable %t, mark %q", n.Spec.Unschedulable, n.Annotations[AnnotationAdminCordoned])
+	if n := getNode(t, admin); !n.Spec.Unschedulable || n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
+		t.Errorf("after the second rollout's deletion: unschedulable %t, mark %q", n.Spec.Unschedulable, n.Annotations[v1alpha1.AnnotationAdminCordoned])
 	}
 }
 
@@ -124,8 +124,8 @@ func watchOwners(t *testing.T, nodes []string) *ownerWatch {
 			}
 			return append(list, v)
 		}
-		w.owners[n.Name] = add(w.owners[n.Name], n.Labels[LabelRollout])
-		w.drivers[n.Name] = add(w.drivers[n.Name], n.Labels[LabelDriver])
+		w.owners[n.Name] = add(w.owners[n.Name], n.Labels[v1alpha1.LabelRollout])
+		w.drivers[n.Name] = add(w.drivers[n.Name], n.Labels[v1alpha1.LabelDriver])
 	}
 	var list corev1.NodeList
 	if err := wc.List(ctx, &list); err != nil {
@@ -180,7 +180,7 @@ func TestOverlappingRolloutsOneOwner(t *testing.T) {
 	first.Spec.Soak = metav1.Duration{Duration: 3 * time.Second}
 	create(t, first)
 	waitFor(t, 20*time.Second, "overlap-a started", func() (bool, string) {
-		ph := getNode(t, nodes[0]).Labels[LabelPhase]
+		ph := getNode(t, nodes[0]).Labels[v1alpha1.LabelPhase]
 		return ph != "", "phase " + ph
 	})
 	time.Sleep(2 * time.Second)
@@ -202,8 +202,8 @@ func TestOverlappingRolloutsOneOwner(t *testing.T) {
 		waitPhase(t, "overlap-a", v1alpha1.PhaseCompleted, 60*time.Second)
 		assertDone(t, nodes, newDriver)
 		for _, name := range nodes {
-			if n := getNode(t, name); n.Labels[LabelRollout] != "overlap-a" || n.Annotations[AnnotationAdminCordoned] != "" {
-				t.Errorf("node %s: owner %q, admin mark %q", name, n.Labels[LabelRollout], n.Annotations[AnnotationAdminCordoned])
+			if n := getNode(t, name); n.Labels[v1alpha1.LabelRollout] != "overlap-a" || n.Annotations[v1alpha1.AnnotationAdminCordoned] != "" {
+				t.Errorf("node %s: owner %q, admin mark %q", name, n.Labels[v1alpha1.LabelRollout], n.Annotations[v1alpha1.AnnotationAdminCordoned])
 			}
 		}
 		ro := getRollout(t, "overlap-b")
@@ -253,8 +253,8 @@ func TestAdmissionPolicy(t *testing.T) {
 	ctx := context.Background()
 	name := "admission-node"
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels:      map[string]string{LabelRollout: "a", LabelPhase: "Done"},
-		Annotations: map[string]string{AnnotationAdminCordoned: "true"}},
+		Labels:      map[string]string{v1alpha1.LabelRollout: "a", v1alpha1.LabelPhase: "Done"},
+		Annotations: map[string]string{v1alpha1.AnnotationAdminCordoned: "true"}},
 		Spec: corev1.NodeSpec{Unschedulable: true}}
 	if err := suite.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -279,13 +279,13 @@ func TestAdmissionPolicy(t *testing.T) {
 		edit    func(*corev1.Node)
 		refused string // part of the refusal; empty: allowed
 	}{
-		{"an admin moves the node to another rollout", suite.c, func(n *corev1.Node) { n.Labels[LabelRollout] = "b" }, "never moved to b"},
-		{"the controller moves the node to another rollout", sa, func(n *corev1.Node) { n.Labels[LabelRollout] = "b" }, "never moved to b"},
+		{"an admin moves the node to another rollout", suite.c, func(n *corev1.Node) { n.Labels[v1alpha1.LabelRollout] = "b" }, "never moved to b"},
+		{"the controller moves the node to another rollout", sa, func(n *corev1.Node) { n.Labels[v1alpha1.LabelRollout] = "b" }, "never moved to b"},
 		{"the controller uncordons an admin's node", sa, func(n *corev1.Node) { n.Spec.Unschedulable = false }, "never uncordons it"},
-		{"the controller drops the mark of a cordoned node", sa, func(n *corev1.Node) { delete(n.Annotations, AnnotationAdminCordoned) }, "never drops"},
-		{"the controller moves the node on in its rollout", sa, func(n *corev1.Node) { n.Labels[LabelPhase] = "RollingBack" }, ""},
-		{"the controller releases the node, keeping the mark", sa, func(n *corev1.Node) { delete(n.Labels, LabelRollout); delete(n.Labels, LabelPhase) }, ""},
-		{"the controller takes the free node", sa, func(n *corev1.Node) { n.Labels = map[string]string{LabelRollout: "b"} }, ""},
+		{"the controller drops the mark of a cordoned node", sa, func(n *corev1.Node) { delete(n.Annotations, v1alpha1.AnnotationAdminCordoned) }, "never drops"},
+		{"the controller moves the node on in its rollout", sa, func(n *corev1.Node) { n.Labels[v1alpha1.LabelPhase] = "RollingBack" }, ""},
+		{"the controller releases the node, keeping the mark", sa, func(n *corev1.Node) { delete(n.Labels, v1alpha1.LabelRollout); delete(n.Labels, v1alpha1.LabelPhase) }, ""},
+		{"the controller takes the free node", sa, func(n *corev1.Node) { n.Labels = map[string]string{v1alpha1.LabelRollout: "b"} }, ""},
 		{"an admin lifts the cordon", suite.c, func(n *corev1.Node) { n.Spec.Unschedulable = false }, ""},
 	}
 	for _, tt := range tests {

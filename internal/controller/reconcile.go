@@ -229,7 +229,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return ctrl.Result{}, err
 		}
 		obs.nodes[t.Node] = updated
-		r.expect.wrote(t.Node, updated.Annotations[AnnotationSince], now)
+		r.expect.wrote(t.Node, updated.Annotations[v1alpha1.AnnotationSince], now)
 		r.Metrics.transition(ro.Name, t)
 		r.transitionEvent(ro, updated, t)
 	}
@@ -341,10 +341,10 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, nodes []*corev1.Node) e
 		if !changed {
 			continue
 		}
-		log.FromContext(ctx).Info("releasing a node whose rollout is gone", "node", n.Name, "rollout", n.Labels[LabelRollout])
+		log.FromContext(ctx).Info("releasing a node whose rollout is gone", "node", n.Name, "rollout", n.Labels[v1alpha1.LabelRollout])
 		err := r.Client.Patch(ctx, want, client.MergeFromWithOptions(n, client.MergeFromWithOptimisticLock{}))
 		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("release node %s of the deleted rollout %s: %w", n.Name, n.Labels[LabelRollout], err)
+			return fmt.Errorf("release node %s of the deleted rollout %s: %w", n.Name, n.Labels[v1alpha1.LabelRollout], err)
 		}
 	}
 	return nil
@@ -359,7 +359,7 @@ func (r *Reconciler) finalize(ctx context.Context, ro *v1alpha1.DriverRollout) (
 		return ctrl.Result{}, nil
 	}
 	var nodes corev1.NodeList
-	if err := r.apiReader().List(ctx, &nodes, client.MatchingLabels{LabelRollout: ro.Name}); err != nil {
+	if err := r.apiReader().List(ctx, &nodes, client.MatchingLabels{v1alpha1.LabelRollout: ro.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list nodes of rollout %s: %w", ro.Name, err)
 	}
 	for i := range nodes.Items {

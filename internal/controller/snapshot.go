@@ -129,7 +129,7 @@ func (r *Reconciler) listNodes(ctx context.Context) ([]*corev1.Node, error) {
 // on need none of it, which keeps a pass over a big idle fleet cheap.
 // read holds the pods of the draining nodes read in this pass.
 func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout, node *corev1.Node, n *planner.Node, obs *observation, read map[string][]corev1.Pod, now time.Time) error {
-	n.DriverVersion = node.Labels[LabelDriverVersion]
+	n.DriverVersion = node.Labels[v1alpha1.LabelGFDDriverFull]
 	phase := n.Phase
 	if phase == "" || phase == v1alpha1.NodePending || phase == v1alpha1.NodeDone ||
 		phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeQuarantined {
@@ -201,7 +201,7 @@ func (r *Reconciler) peers(ctx context.Context, ro *v1alpha1.DriverRollout, node
 		})
 	}
 	for i := range nodes {
-		owner := nodes[i].Labels[LabelRollout]
+		owner := nodes[i].Labels[v1alpha1.LabelRollout]
 		if owner == "" || known[owner] {
 			continue
 		}
@@ -303,7 +303,7 @@ func driverState(pods []corev1.Pod, sel labels.Selector, version string) (ready,
 		if !sel.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil {
 			continue
 		}
-		if v, ok := p.Spec.NodeSelector[LabelDriver]; ok && v != version {
+		if v, ok := p.Spec.NodeSelector[v1alpha1.LabelDriver]; ok && v != version {
 			continue
 		}
 		if v := podDriverVersion(p); v != "" && !planner.DriverMatches(v, version) {

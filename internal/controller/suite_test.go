@@ -291,7 +291,7 @@ func phases(t *testing.T, nodes []string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, n := range nodes {
-		out[n] = getNode(t, n).Labels[LabelPhase]
+		out[n] = getNode(t, n).Labels[v1alpha1.LabelPhase]
 	}
 	return out
 }
@@ -311,7 +311,7 @@ func waitPhase(t testing.TB, name string, want v1alpha1.RolloutPhase, timeout ti
 func waitNodePhase(t *testing.T, node string, want v1alpha1.NodePhase, timeout time.Duration) {
 	t.Helper()
 	waitFor(t, timeout, fmt.Sprintf("node %s phase %s", node, want), func() (bool, string) {
-		got := getNode(t, node).Labels[LabelPhase]
+		got := getNode(t, node).Labels[v1alpha1.LabelPhase]
 		return got == string(want), "phase " + got
 	})
 }

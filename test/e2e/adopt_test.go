@@ -23,7 +23,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 )
@@ -393,8 +392,8 @@ func TestAdoptRunningOperator(t *testing.T) {
 		w.eventually(time.Minute, "every node of the adopted cluster held with the skip label and settled", func() (bool, string) {
 			var bad []string
 			for name, n := range w.gpuNodes(adoptCluster) {
-				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) {
-					bad = append(bad, fmt.Sprintf("%s (skip %q, phase %q)", name, n.Labels[v1alpha1.LabelOperatorUpgradeSkip], n.Labels[controller.LabelPhase]))
+				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) {
+					bad = append(bad, fmt.Sprintf("%s (skip %q, phase %q)", name, n.Labels[v1alpha1.LabelOperatorUpgradeSkip], n.Labels[v1alpha1.LabelPhase]))
 				}
 			}
 			slices.Sort(bad)

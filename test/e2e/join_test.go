@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 )
 
@@ -142,8 +141,8 @@ func TestJoiningNode(t *testing.T) {
 		}
 		for _, name := range []string{early, late} {
 			n := w.gpuNodes(opCluster)[name]
-			if n.Labels[nodesim.LabelDriverFull] != drvGood || n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) {
-				w.t.Errorf("%s: driver %q phase %q, want Done on %s", name, n.Labels[nodesim.LabelDriverFull], n.Labels[controller.LabelPhase], drvGood)
+			if n.Labels[nodesim.LabelDriverFull] != drvGood || n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) {
+				w.t.Errorf("%s: driver %q phase %q, want Done on %s", name, n.Labels[nodesim.LabelDriverFull], n.Labels[v1alpha1.LabelPhase], drvGood)
 			}
 		}
 	})

@@ -20,7 +20,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/render"
@@ -169,7 +168,7 @@ func (w *world) operatorDump(cluster string) string {
 	var b strings.Builder
 	for _, n := range nodes.Items {
 		fmt.Fprintf(&b, "node %s operator state %q skip %q phase %q driver %q\n", n.Name, n.Labels[v1alpha1.LabelOperatorUpgradeState],
-			n.Labels[v1alpha1.LabelOperatorUpgradeSkip], n.Labels[controller.LabelPhase], n.Labels[nodesim.LabelDriverFull])
+			n.Labels[v1alpha1.LabelOperatorUpgradeSkip], n.Labels[v1alpha1.LabelPhase], n.Labels[nodesim.LabelDriverFull])
 	}
 	return b.String()
 }
@@ -285,10 +284,10 @@ func TestOperatorActuator(t *testing.T) {
 			nodes := w.gpuNodes(opCluster)
 			var bad []string
 			for name, n := range nodes {
-				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) ||
+				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) ||
 					v1alpha1.OperatorUpgrading(n.Labels[v1alpha1.LabelOperatorUpgradeState]) {
 					bad = append(bad, fmt.Sprintf("%s (skip %q, phase %q, operator %q)", name, n.Labels[v1alpha1.LabelOperatorUpgradeSkip],
-						n.Labels[controller.LabelPhase], n.Labels[v1alpha1.LabelOperatorUpgradeState]))
+						n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelOperatorUpgradeState]))
 				}
 			}
 			slices.Sort(bad)
@@ -348,8 +347,8 @@ func TestOperatorActuator(t *testing.T) {
 		ws, we := windowAround(true)
 		w.commitFleet(operatorFleetWithPromotion(w, ws, we), "open the maintenance window")
 		w.waitRollout(opCluster, relGood, 2*time.Minute, v1alpha1.PhaseWaitingForApproval)
-		if n := w.gpuNodes(opCluster)[canary]; n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[nodesim.LabelDriverFull] != drvGood {
-			w.t.Errorf("canary %s: phase %q driver %q, want Done on %s", canary, n.Labels[controller.LabelPhase], n.Labels[nodesim.LabelDriverFull], drvGood)
+		if n := w.gpuNodes(opCluster)[canary]; n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[nodesim.LabelDriverFull] != drvGood {
+			w.t.Errorf("canary %s: phase %q driver %q, want Done on %s", canary, n.Labels[v1alpha1.LabelPhase], n.Labels[nodesim.LabelDriverFull], drvGood)
 		}
 	})
 
@@ -370,7 +369,7 @@ func TestOperatorActuator(t *testing.T) {
 		w.commitFleet(approved, "approve "+relGood+"/"+opCluster)
 		w.eventually(3*time.Minute, xid+" soaking", func() (bool, string) {
 			n := w.gpuNodes(opCluster)[xid]
-			return n.Labels[controller.LabelPhase] == string(v1alpha1.NodeSoaking), "phase " + n.Labels[controller.LabelPhase]
+			return n.Labels[v1alpha1.LabelPhase] == string(v1alpha1.NodeSoaking), "phase " + n.Labels[v1alpha1.LabelPhase]
 		})
 		if err := w.sims[opCluster].RaiseXID(context.Background(), xid, 79); err != nil {
 			w.t.Fatal(err)
@@ -380,8 +379,8 @@ func TestOperatorActuator(t *testing.T) {
 
 	s.check("an XID after upgrade-done fails the node: quarantined by label and taint, not rolled back", func(w *world) {
 		n := w.gpuNodes(opCluster)[xid]
-		if n.Labels[controller.LabelPhase] != string(v1alpha1.NodeQuarantined) || n.Labels[v1alpha1.LabelQuarantined] != "true" {
-			w.t.Errorf("%s: phase %q quarantine label %q", xid, n.Labels[controller.LabelPhase], n.Labels[v1alpha1.LabelQuarantined])
+		if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeQuarantined) || n.Labels[v1alpha1.LabelQuarantined] != "true" {
+			w.t.Errorf("%s: phase %q quarantine label %q", xid, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelQuarantined])
 		}
 		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintQuarantined }) {
 			w.t.Errorf("%s: no quarantine taint: %v", xid, n.Spec.Taints)
@@ -431,8 +430,8 @@ func TestOperatorActuator(t *testing.T) {
 
 	s.check("an admin's cordon survives the operator's upgrade", func(w *world) {
 		n := w.gpuNodes(opCluster)[cordoned]
-		if n.Labels[controller.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[nodesim.LabelDriverFull] != drvGood {
-			w.t.Errorf("%s: phase %q driver %q, want Done on %s", cordoned, n.Labels[controller.LabelPhase], n.Labels[nodesim.LabelDriverFull], drvGood)
+		if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[nodesim.LabelDriverFull] != drvGood {
+			w.t.Errorf("%s: phase %q driver %q, want Done on %s", cordoned, n.Labels[v1alpha1.LabelPhase], n.Labels[nodesim.LabelDriverFull], drvGood)
 		}
 		if !n.Spec.Unschedulable {
 			w.t.Errorf("%s: uncordoned; an admin had cordoned it", cordoned)
@@ -491,8 +490,8 @@ func TestOperatorActuator(t *testing.T) {
 				return false, "node gone"
 			}
 			held := n.Labels[v1alpha1.LabelOperatorUpgradeSkip] == "true"
-			return held && n.Labels[nodesim.LabelDriverFull] == drvGood && n.Labels[controller.LabelPhase] == string(v1alpha1.NodeDone),
-				fmt.Sprintf("skip %t, driver %q, phase %q", held, n.Labels[nodesim.LabelDriverFull], n.Labels[controller.LabelPhase])
+			return held && n.Labels[nodesim.LabelDriverFull] == drvGood && n.Labels[v1alpha1.LabelPhase] == string(v1alpha1.NodeDone),
+				fmt.Sprintf("skip %t, driver %q, phase %q", held, n.Labels[nodesim.LabelDriverFull], n.Labels[v1alpha1.LabelPhase])
 		})
 		w.t.Logf("%s: the operator's driver %s up and the node settled after %s", node, drvGood, since(began))
 		// The skip label held back no first install, and the node was never

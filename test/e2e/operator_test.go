@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
@@ -91,13 +92,13 @@ func (r *recorder) sample(ctx context.Context) {
 		if _, gpu := n.Labels[nodesim.LabelGPUProduct]; !gpu {
 			continue
 		}
-		phase := n.Labels[controller.LabelPhase]
+		phase := n.Labels[v1alpha1.LabelPhase]
 		inFlight := phase != "" && phase != "Pending" && phase != "Done" && phase != "RolledBack"
 		ready := nodeReady(&n)
 		if !ready || n.Spec.Unschedulable || inFlight {
 			unavailable++
 		}
-		if rp := n.Labels[controller.LabelRollout] + "/" + phase; !ready && phase != "" && !slices.Contains(r.notReadyPhases[n.Name], rp) {
+		if rp := n.Labels[v1alpha1.LabelRollout] + "/" + phase; !ready && phase != "" && !slices.Contains(r.notReadyPhases[n.Name], rp) {
 			r.notReadyPhases[n.Name] = append(r.notReadyPhases[n.Name], rp)
 		}
 		var selecting []string

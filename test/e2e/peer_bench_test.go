@@ -34,7 +34,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/cli"
-	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
@@ -412,7 +411,7 @@ func upgraded(way string, nd *corev1.Node, version string) bool {
 	case "operator":
 		return nd.Labels[v1alpha1.LabelOperatorUpgradeState] == v1alpha1.OperatorStateDone
 	default:
-		return nd.Labels[controller.LabelPhase] == string(v1alpha1.NodeSoaking)
+		return nd.Labels[v1alpha1.LabelPhase] == string(v1alpha1.NodeSoaking)
 	}
 }
 
@@ -426,7 +425,7 @@ func xidOutcome(way string, nd *corev1.Node) string {
 		}
 		return "nothing: left in service on " + nd.Labels[nodesim.LabelDriverFull]
 	}
-	return strings.ToLower(nd.Labels[controller.LabelPhase]) + " on " + nd.Labels[nodesim.LabelDriverFull]
+	return strings.ToLower(nd.Labels[v1alpha1.LabelPhase]) + " on " + nd.Labels[nodesim.LabelDriverFull]
 }
 
 // ended: the rollout of release is over: finished or stopped for the
