@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -28,9 +27,6 @@ import (
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
-
-//go:embed fleet.toml
-var fleetTOML []byte
 
 // Options configure Run.
 type Options struct {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestEmbeddedFleetIsValid(t *testing.T) {
+	fleetTOML := lab.StoryFleet()
 	if !bytes.Contains(fleetTOML, []byte(lab.PlaceholderCharts)) {
 		t.Fatalf("the fleet file lacks the chart repository placeholder %s that Run replaces", lab.PlaceholderCharts)
 	}

@@ -8,26 +8,23 @@ import (
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 )
 
-// The demo fleet (fleet.toml).
+// The story fleet's names (package lab's fleet.toml), as the demo's steps
+// use them.
 const (
-	stg  = "stg"
-	prod = "prod"
+	stg  = lab.Staging
+	prod = lab.Prod
 
-	// waveProduction is the wave prod is in (a wave may not share a
-	// cluster's name: approvals name either).
-	waveProduction = "production"
+	waveProduction = lab.WaveProduction
 
-	relGood  = "r2026-10"
-	relDrill = "r2026-10-drill"
+	relGood  = lab.ReleaseGood
+	relDrill = lab.ReleaseDrill
 
-	drvStable = "570.172.08"
-	drvGood   = "580.95.05"
-	drvDrill  = "580.82.07"
+	drvStable = lab.DriverStable
+	drvGood   = lab.DriverGood
+	drvDrill  = lab.DriverDrill
 
-	chartVersion = "v25.3.4"
-	product      = "NVIDIA-H100-80GB-HBM3"
-	poolName     = "h100"
-	poolNodes    = 3
+	product   = lab.Product
+	poolNodes = lab.PoolNodes
 
 	// waitFor bounds each wait of the story (Flux applying a revision, a
 	// rollout reaching a phase, the nodes reaching a driver).
@@ -39,11 +36,11 @@ var clusterNames = []string{stg, prod}
 // start starts the story's world (package lab): the testbed with the
 // controller-manager, scheduler and kwok, per cluster a node agent, the
 // real GPU Operator once Flux has applied its chart and a lifecycle
-// controller, and the fleet repository holding fleet.toml.
+// controller, and the fleet repository holding the story's fleet file.
 func start(ctx context.Context, o Options) (*lab.World, error) {
 	return lab.Start(ctx, lab.Options{
-		Root: o.Root, Dir: o.Dir, Clusters: clusterNames, FleetTOML: fleetTOML, ChartVersion: chartVersion,
-		Pool:       nodesim.Pool{Name: poolName, Product: product, Nodes: poolNodes, Driver: drvStable},
+		Root: o.Root, Dir: o.Dir, Clusters: clusterNames, FleetTOML: lab.StoryFleet(), ChartVersion: lab.ChartVersion,
+		Pool:       nodesim.Pool{Name: lab.PoolName, Product: product, Nodes: poolNodes, Driver: drvStable},
 		BadDrivers: []string{drvDrill}, GitUser: "demo",
 	})
 }

@@ -35,7 +35,7 @@ func startWave(t *testing.T) (*testbed.Testbed, *fleet.Fleet, map[string]*nodesi
 	if err != nil {
 		t.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(t, testbed.Options{Clusters: []string{"prod-h100-a", "prod-h100-b"}, CRDDirs: crds, Scheme: gatetest.Scheme()})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{"prod-h100-a", "prod-h100-b"}, CRDDirs: crds, Scheme: testbed.NewScheme()})
 	sims := map[string]*nodesim.Sim{}
 	for _, c := range tb.Clusters() {
 		if sims[c.Name], err = gatetest.Arrange(t.Context(), c.Client, gate.Expect(f, c.Name, rev)); err != nil {

@@ -153,7 +153,7 @@ func BenchmarkWaitLatency(b *testing.B) {
 	if err != nil {
 		b.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(b, testbed.Options{Clusters: []string{"prod-h100-b"}, CRDDirs: crds, Scheme: gatetest.Scheme()})
+	tb := testbed.New(b, testbed.Options{Clusters: []string{"prod-h100-b"}, CRDDirs: crds, Scheme: testbed.NewScheme()})
 	c := tb.Cluster("prod-h100-b").Client
 	if _, err := gatetest.Arrange(b.Context(), c, gate.Expect(f, "prod-h100-b", rev)); err != nil {
 		b.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/internal/controller"
-	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 	"github.com/gpufleet/gpufleet/internal/testbed/stand"
@@ -151,7 +150,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	}
 	tb, err := testbed.Start(ctx, testbed.Options{
 		Clusters: o.Clusters, CRDDirs: crds,
-		Flux: true, Git: true, Kube: true, Kwok: true, Scheme: gatetest.Scheme(),
+		Flux: true, Git: true, Kube: true, Kwok: true,
 		Dir: o.Dir, StartTimeout: 3 * time.Minute, AuditLog: o.AuditLog,
 	})
 	if err != nil {

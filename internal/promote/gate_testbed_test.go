@@ -30,7 +30,7 @@ func TestPromotionWithTheRealGate(t *testing.T) {
 	if err != nil {
 		t.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(t, testbed.Options{Clusters: []string{"stg-h100", "prod-h100-a"}, CRDDirs: crds, Scheme: gatetest.Scheme()})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{"stg-h100", "prod-h100-a"}, CRDDirs: crds, Scheme: testbed.NewScheme()})
 	realGate := RealGate(dir, tb.Kubeconfig, 20*time.Second, nil)
 	apply := func(m Mutation) error {
 		_, err := Apply(t.Context(), Options{FleetFile: path, Mutation: m, Gate: realGate})

@@ -11,13 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
-// NewScheme returns a scheme with Kubernetes' built-in types, CRDs and the
-// Flux types the testbed creates. Callers add their own types to it.
+// NewScheme returns a scheme with Kubernetes' built-in types, CRDs, the
+// Flux types the testbed creates and gpufleet's DriverRollout: the one
+// scheme of every client of a testbed cluster (the lab, the end-to-end
+// suite, the gate's, promote's and explain's testbed tests). Callers may
+// add their own types to it.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -33,42 +32,34 @@ import (
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// The fleet of testdata/fleet.toml.
+// The story fleet's names (package lab's fleet.toml), as the suite uses
+// them.
 const (
-	stg  = "stg"
-	prod = "prod"
+	stg  = lab.Staging
+	prod = lab.Prod
 
-	relStable = "r2026-06"
-	relGood   = "r2026-10"
-	relDrill  = "r2026-10-drill"
+	relStable = lab.ReleaseStable
+	relGood   = lab.ReleaseGood
+	relDrill  = lab.ReleaseDrill
 
-	drvStable = "570.172.08"
-	drvGood   = "580.95.05"
-	drvDrill  = "580.82.07"
+	drvStable = lab.DriverStable
+	drvGood   = lab.DriverGood
+	drvDrill  = lab.DriverDrill
 
-	// chartStable is the GPU Operator chart of every release: the real
-	// operator built for the testbed is this version.
-	chartStable = "v25.3.4"
+	chartStable = lab.ChartVersion
 
-	product   = "NVIDIA-H100-80GB-HBM3"
-	poolName  = "h100"
-	poolNodes = 3
+	product   = lab.Product
+	poolName  = lab.PoolName
+	poolNodes = lab.PoolNodes
 
-	// sourceInterval is how often source-controller polls the fleet
-	// repository; rootInterval is the interval of each cluster's root
-	// Kustomization (the one "flux bootstrap" would create), which applies
-	// the rendered flux-*.yaml and repairs drift of them.
-	sourceInterval = 2 * time.Second
-	rootInterval   = 10 * time.Second
+	sourceInterval = lab.SourceInterval
+	rootInterval   = lab.RootInterval
+
+	waveStaging    = lab.WaveStaging
+	waveProduction = lab.WaveProduction
 )
 
-var clusters = []string{stg, prod}
-
-// The waves of testdata/fleet.toml.
-const (
-	waveStaging    = "staging"
-	waveProduction = "production"
-)
+var clusters = lab.StoryClusters()
 
 // world is the running fleet (package lab's World) as the suite sees it:
 // every step fails the test on error, and per cluster a recorder samples
@@ -108,13 +99,9 @@ func newWorld(t *testing.T) *world {
 	if err := lab.CheckPrograms(); err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
-	src, err := os.ReadFile("testdata/fleet.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	began := time.Now()
 	lw, err := lab.Start(t.Context(), lab.Options{
-		Root: "../..", Dir: t.TempDir(), Clusters: clusters, FleetTOML: src, ChartVersion: chartStable,
+		Root: "../..", Dir: t.TempDir(), Clusters: clusters, FleetTOML: lab.StoryFleet(), ChartVersion: chartStable,
 		Pool:       nodesim.Pool{Name: poolName, Product: product, Nodes: poolNodes, Driver: drvStable},
 		BadDrivers: []string{drvDrill}, StackCRDs: true,
 		SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "e2e",

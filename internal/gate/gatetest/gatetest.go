@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -43,13 +41,6 @@ func CRDDirs(root, gpuOperatorVersion string) ([]string, error) {
 		dirs = append(dirs, bins.FluxCRDDir())
 	}
 	return dirs, nil
-}
-
-// Scheme is the testbed's scheme with the DriverRollout added.
-func Scheme() *runtime.Scheme {
-	s := testbed.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(s))
-	return s
 }
 
 // LastTransition is the time stamped on the conditions Arrange writes.
