@@ -229,7 +229,7 @@ func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node 
 		Name:          node.Name,
 		Labels:        node.Labels,
 		Unschedulable: node.Spec.Unschedulable,
-		Ready:         nodeReady(node),
+		Ready:         planner.NodeReady(node),
 		Owner:         state.Rollout,
 		AdminCordoned: state.AdminCordoned,
 	}
@@ -241,16 +241,6 @@ func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node 
 		n.Since = now
 	}
 	return n
-}
-
-// nodeReady reports the node's Ready condition.
-func nodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // podsToDrain returns the pods that keep a node from being drained: every

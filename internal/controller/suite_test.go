@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -370,7 +371,7 @@ func sample(t *testing.T, nodes []string) *sampler {
 					if !contains(nodes, node.Name) {
 						continue
 					}
-					if node.Spec.Unschedulable || !nodeReady(&node) {
+					if node.Spec.Unschedulable || !planner.NodeReady(&node) {
 						n++
 					}
 				}

@@ -185,7 +185,7 @@ func rolloutView(e gate.Expected, o gate.Observed, hist map[string][]Segment, no
 		}
 		rv.Nodes = append(rv.Nodes, NodeView{
 			Name: n.Name, Phase: phase, Since: st.Since, Failed: st.Failed, AdminCordoned: st.AdminCordoned,
-			Ready: gate.NodeReady(n), Driver: n.Labels[v1alpha1.LabelGFDDriverFull], History: slices.Clone(h),
+			Ready: planner.NodeReady(n), Driver: n.Labels[v1alpha1.LabelGFDDriverFull], History: slices.Clone(h),
 		})
 	}
 	for name := range hist {

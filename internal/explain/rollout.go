@@ -140,7 +140,7 @@ func (w *walker) nodes() {
 		st := nodeStateOf(n)
 		info := Node{
 			Name: n.Name, Phase: string(phaseOr(st.Phase)), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
-			Ready: gate.NodeReady(&n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
+			Ready: planner.NodeReady(&n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
 		}
 		info.OnTarget = planner.DriverMatches(info.Driver, w.a.Driver)
 		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !planner.HoldsCordon(phaseOr(st.Phase)))
@@ -190,7 +190,7 @@ func (w *walker) nodeFails(n corev1.Node) []gate.CheckID {
 		add(gate.PoolDriverCheck(p.Name), !planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], w.e.Release.Driver))
 		add(gate.PoolDriverLabelCheck(p.Name), gate.DriverUnlabelled(w.e, n))
 		add(gate.PoolHeldCheck(p.Name), !gate.Held(w.e, n))
-		add(gate.PoolReadyCheck(p.Name), !gate.NodeReady(&n))
+		add(gate.PoolReadyCheck(p.Name), !planner.NodeReady(&n))
 		add(gate.PoolGPUErrorsCheck(p.Name), len(gate.GPUErrors(w.e, n)) > 0)
 	}
 	add(gate.QuarantinedCheck(), n.Labels[v1alpha1.LabelQuarantined] == "true")

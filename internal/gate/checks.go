@@ -180,7 +180,7 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 					unlabelled = append(unlabelled, n.Name)
 				}
 			}
-			if !NodeReady(&n) {
+			if !planner.NodeReady(&n) {
 				notReady = append(notReady, n.Name)
 			}
 			signals = append(signals, GPUErrors(e, n)...)
@@ -329,17 +329,6 @@ func DriverUnlabelled(e Expected, n corev1.Node) bool {
 		planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], e.Release.Driver) &&
 		n.Labels[v1alpha1.LabelDriver] != e.Release.Driver &&
 		!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase)
-}
-
-// NodeReady says the node's Ready condition is True: the one reading of
-// readiness the gate, explain and the dashboard share.
-func NodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, string) {

@@ -23,6 +23,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -94,7 +95,7 @@ func (r *recorder) sample(ctx context.Context) {
 		}
 		phase := n.Labels[v1alpha1.LabelPhase]
 		inFlight := phase != "" && phase != "Pending" && phase != "Done" && phase != "RolledBack"
-		ready := nodeReady(&n)
+		ready := planner.NodeReady(&n)
 		if !ready || n.Spec.Unschedulable || inFlight {
 			unavailable++
 		}
@@ -175,15 +176,6 @@ func (r *recorder) resetWorkload() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.minReady = -1
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // driverDaemonSets returns the GPU Operator's driver DaemonSets of cluster

@@ -36,6 +36,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/cli"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -568,7 +569,7 @@ func (p *peerWorld) watch() {
 func (p *peerWorld) out() int {
 	n := 0
 	for _, nd := range p.nodes() {
-		if nd.Spec.Unschedulable || !nodeReady(nd) {
+		if nd.Spec.Unschedulable || !planner.NodeReady(nd) {
 			n++
 		}
 	}

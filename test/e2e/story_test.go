@@ -25,6 +25,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/cli"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
@@ -351,7 +352,7 @@ func TestFleetStory(t *testing.T) {
 				return false, err.Error()
 			}
 			tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
-			return !nodeReady(n) && tainted, fmt.Sprintf("ready %t taints %v", nodeReady(n), n.Spec.Taints)
+			return !planner.NodeReady(n) && tainted, fmt.Sprintf("ready %t taints %v", planner.NodeReady(n), n.Spec.Taints)
 		})
 		w.t.Logf("%s NotReady and tainted %s after its heartbeats stopped", downNode, since(t0))
 	})
