@@ -7,10 +7,10 @@
 // other label, annotation and kind that more than one package of gpufleet
 // names: the GPU Feature Discovery and GPU Operator node labels gpufleet
 // reads (node_labels.go, actuator.go), the operator's kinds and driver pod
-// label (gpu_operator.go) and the annotations gpufleet owns on other
-// objects (annotations.go). It depends on apimachinery and the core API
-// only. The CRD YAML in config/crd/bases is generated from the markers
-// here by hack/generate.sh.
+// label (gpu_operator.go) and the labels and annotations gpufleet owns or
+// reads on other objects (object_labels.go). It depends on apimachinery
+// and the core API only. The CRD YAML in config/crd/bases is generated
+// from the markers here by hack/generate.sh.
 //
 // +kubebuilder:object:generate=true
 // +groupName=gpufleet.io

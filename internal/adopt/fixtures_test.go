@@ -1,6 +1,10 @@
 package adopt
 
-import "maps"
+import (
+	"maps"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
 
 // The fixtures of the tests: GPU nodes labelled as GPU Feature Discovery
 // and the GPU Operator label them, and an operator installed as the
@@ -27,16 +31,16 @@ type nodeB struct{ n Node }
 func gpuNode(name, product, driver string) *nodeB {
 	major, _, _ := cutDot(driver)
 	return &nodeB{Node{Name: name, Labels: map[string]string{
-		LabelGPUPresent:          "true",
-		LabelGPUProduct:          product,
-		"nvidia.com/gpu.count":   "8",
-		LabelDriverFull:          driver,
-		LabelDriverMajor:         major,
-		"nvidia.com/mig.capable": "true",
-		LabelMIGConfig:           MIGDisabled,
-		LabelMIGConfigState:      MIGStateSuccess,
-		LabelUpgradeState:        upgradeDone,
-		LabelDeployDriver:        "true",
+		v1alpha1.LabelGPUPresent:           "true",
+		v1alpha1.LabelGFDProduct:           product,
+		v1alpha1.LabelGFDCount:             "8",
+		v1alpha1.LabelGFDDriverFull:        driver,
+		v1alpha1.LabelGFDDriverMajor:       major,
+		v1alpha1.LabelGFDMIGCapable:        "true",
+		v1alpha1.LabelMIGConfig:            MIGDisabled,
+		v1alpha1.LabelMIGConfigState:       MIGStateSuccess,
+		v1alpha1.LabelOperatorUpgradeState: v1alpha1.OperatorStateDone,
+		v1alpha1.LabelDeployDriver:         "true",
 	}}}
 }
 
@@ -61,9 +65,9 @@ func (b *nodeB) without(k string) *nodeB {
 
 // mig partitions the node's GPUs; under the single strategy GFD adds the
 // profile to the product.
-func (b *nodeB) mig(layout string) *nodeB { return b.with(LabelMIGConfig, layout) }
+func (b *nodeB) mig(layout string) *nodeB { return b.with(v1alpha1.LabelMIGConfig, layout) }
 
-func (b *nodeB) pool(p string) *nodeB { return b.with(LabelPool, p) }
+func (b *nodeB) pool(p string) *nodeB { return b.with(v1alpha1.LabelPool, p) }
 
 func (b *nodeB) node() Node {
 	return Node{Name: b.n.Name, Labels: maps.Clone(b.n.Labels)}
@@ -76,11 +80,11 @@ func gpuOperatorDeployment(namespace, release, version string) Deployment {
 	return Deployment{Namespace: namespace, Name: "gpu-operator",
 		Labels: map[string]string{
 			"app.kubernetes.io/name":                   "gpu-operator",
-			LabelHelmChart:                             "gpu-operator-" + version,
+			v1alpha1.LabelHelmChart:                    "gpu-operator-" + version,
 			LabelInstance:                              release,
 			"app.kubernetes.io/version":                version,
-			"app.kubernetes.io/managed-by":             "Helm",
-			LabelComponent:                             "gpu-operator",
+			v1alpha1.LabelManagedBy:                    "Helm",
+			v1alpha1.LabelComponent:                    "gpu-operator",
 			"nvidia.com/gpu-driver-upgrade-drain.skip": "true",
 		},
 		Annotations: map[string]string{AnnotationReleaseName: release, AnnotationReleaseNamespace: namespace},
@@ -98,11 +102,11 @@ func networkOperatorDeployment(namespace, release, version string) Deployment {
 	}
 	return Deployment{Namespace: namespace, Name: name,
 		Labels: map[string]string{
-			LabelHelmChart:                 "network-operator-" + version[1:],
-			"app.kubernetes.io/name":       "network-operator",
-			LabelInstance:                  release,
-			"app.kubernetes.io/managed-by": "Helm",
-			"control-plane":                release + "-controller",
+			v1alpha1.LabelHelmChart:  "network-operator-" + version[1:],
+			"app.kubernetes.io/name": "network-operator",
+			LabelInstance:            release,
+			v1alpha1.LabelManagedBy:  "Helm",
+			"control-plane":          release + "-controller",
 		},
 		Annotations: map[string]string{AnnotationReleaseName: release, AnnotationReleaseNamespace: namespace},
 		Containers:  []Container{{Name: "network-operator", Image: "nvcr.io/nvidia/cloud-native/network-operator:" + version}},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -142,7 +143,7 @@ func judgeCluster(c Cluster, given map[string]map[string]any) (fc *FleetCluster,
 	probs = append(probs, nodeProbs...)
 	if len(c.Nodes) == 0 {
 		probs = append(probs, Problem{Cluster: name, Reason: ReasonNoGPUNodes,
-			Message: fmt.Sprintf("no GPU nodes (none labelled %s=true or %s): a fleet cluster has at least one GPU pool; leave this cluster out (--context)", LabelGPUPresent, LabelGPUProduct)})
+			Message: fmt.Sprintf("no GPU nodes (none labelled %s=true or %s): a fleet cluster has at least one GPU pool; leave this cluster out (--context)", v1alpha1.LabelGPUPresent, v1alpha1.LabelGFDProduct)})
 	}
 	pools, poolProbs := formPools(name, nodes)
 	probs = append(probs, poolProbs...)
@@ -161,7 +162,7 @@ func judgeCluster(c Cluster, given map[string]map[string]any) (fc *FleetCluster,
 		// (yet), so it does not pretend to.
 		probs = append(probs, Problem{Cluster: name, Reason: ReasonForeignNVIDIADrivers,
 			Message: fmt.Sprintf("NVIDIADrivers that gpufleet did not write manage the drivers here: %s. render would replace them with its own per pool (selecting nodes by %s), and removing these deletes their DaemonSets with every driver pod at once; gpufleet does not adopt NVIDIADrivers it did not write: leave this cluster out (--context) until they are gone",
-				strings.Join(c.NVIDIADrivers, ", "), LabelDriver)})
+				strings.Join(c.NVIDIADrivers, ", "), v1alpha1.LabelDriver)})
 	}
 	if policy != nil && policy.UseNVIDIADriverCRD {
 		// In ClusterPolicy mode one DaemonSet serves every pool: nothing
@@ -223,7 +224,7 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 	)
 	for _, n := range nodes {
 		l := n.Labels
-		switch l[LabelDeployDriver] {
+		switch l[v1alpha1.LabelDeployDriver] {
 		case DeployDriverPreinstalled:
 			preinstalled = append(preinstalled, n.Name)
 			continue
@@ -231,35 +232,35 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 			off = append(off, n.Name)
 			continue
 		}
-		if s := l[LabelUpgradeState]; s != "" && s != upgradeDone {
+		if s := l[v1alpha1.LabelOperatorUpgradeState]; s != "" && s != v1alpha1.OperatorStateDone {
 			upgrading[s] = append(upgrading[s], n.Name)
 		}
-		product := l[LabelGPUProduct]
+		product := l[v1alpha1.LabelGFDProduct]
 		if product == "" {
 			unplaced = append(unplaced, n.Name)
 			continue
 		}
-		mig := l[LabelMIGConfig]
+		mig := l[v1alpha1.LabelMIGConfig]
 		if mig == MIGDisabled {
 			mig = ""
 		}
-		if s := l[LabelMIGConfigState]; s != "" && s != MIGStateSuccess {
+		if s := l[v1alpha1.LabelMIGConfigState]; s != "" && s != MIGStateSuccess {
 			migChanging[s] = append(migChanging[s], n.Name)
 		}
 		if mig != "" && !migLayout.MatchString(mig) {
 			bad = append(bad, n.Name)
 		}
-		driver := l[LabelDriverFull]
+		driver := l[v1alpha1.LabelGFDDriverFull]
 		if precompiled {
-			driver = l[LabelDriverMajor]
+			driver = l[v1alpha1.LabelGFDDriverMajor]
 			if driver == "" {
-				driver, _, _ = strings.Cut(l[LabelDriverFull], ".")
+				driver, _, _ = strings.Cut(l[v1alpha1.LabelGFDDriverFull], ".")
 			}
 		}
 		if driver == "" {
 			noDriver = append(noDriver, n.Name)
 		}
-		placed = append(placed, placedNode{name: n.Name, key: gpuKey{Product: BaseProduct(product), MIG: mig}, pool: l[LabelPool], driver: driver})
+		placed = append(placed, placedNode{name: n.Name, key: gpuKey{Product: BaseProduct(product), MIG: mig}, pool: l[v1alpha1.LabelPool], driver: driver})
 	}
 	var probs Problems
 	add := func(reason Reason, nodes []string, format string, args ...any) {
@@ -270,30 +271,27 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 		probs = append(probs, Problem{Cluster: cluster, Reason: reason, Nodes: nodes, Message: fmt.Sprintf(format, args...)})
 	}
 	add(ReasonUnplaced, unplaced, "GPU %s %s %s no %s label: the driver is not loaded there, so GPU Feature Discovery could not say which GPU it is and init cannot place it in a pool; repair the node's driver (or cordon and remove the node), then run init again",
-		nodeWord(len(unplaced)), nodeList(unplaced), hasHave(len(unplaced)), LabelGPUProduct)
+		nodeWord(len(unplaced)), nodeList(unplaced), hasHave(len(unplaced)), v1alpha1.LabelGFDProduct)
 	add(ReasonPreinstalledDriver, preinstalled, "%s %s %s a driver installed on the host (%s=%s): the GPU Operator does not manage it, so gpufleet could not move it; leave this cluster out (--context), or move the %s to the operator's driver, then run init again",
-		nodeWord(len(preinstalled)), nodeList(preinstalled), hasHave(len(preinstalled)), LabelDeployDriver, DeployDriverPreinstalled, nodeWord(len(preinstalled)))
+		nodeWord(len(preinstalled)), nodeList(preinstalled), hasHave(len(preinstalled)), v1alpha1.LabelDeployDriver, DeployDriverPreinstalled, nodeWord(len(preinstalled)))
 	add(ReasonDriverOff, off, "%s %s %s the operator's driver turned off (%s=%s): no driver of the fleet's would reach %s; remove the label (or the %s from the cluster), then run init again",
-		nodeWord(len(off)), nodeList(off), hasHave(len(off)), LabelDeployDriver, DeployDriverOff, themIt(len(off)), nodeWord(len(off)))
+		nodeWord(len(off)), nodeList(off), hasHave(len(off)), v1alpha1.LabelDeployDriver, DeployDriverOff, themIt(len(off)), nodeWord(len(off)))
 	for _, s := range sortedKeys(upgrading) {
 		ns := upgrading[s]
 		add(ReasonUpgrading, ns, "%s %s %s in the middle of a GPU Operator driver upgrade (%s=%s): what %s will run is not known yet; let the upgrade finish (or repair a failed one) until every node is %s, then run init again",
-			nodeWord(len(ns)), nodeList(ns), isAre(len(ns)), LabelUpgradeState, s, theyIt(len(ns)), upgradeDone)
+			nodeWord(len(ns)), nodeList(ns), isAre(len(ns)), v1alpha1.LabelOperatorUpgradeState, s, theyIt(len(ns)), v1alpha1.OperatorStateDone)
 	}
 	for _, s := range sortedKeys(migChanging) {
 		ns := migChanging[s]
 		add(ReasonMIGChanging, ns, "the MIG layout of %s %s is not in place (%s=%s): let mig-manager finish (or repair it), then run init again",
-			nodeWord(len(ns)), nodeList(ns), LabelMIGConfigState, s)
+			nodeWord(len(ns)), nodeList(ns), v1alpha1.LabelMIGConfigState, s)
 	}
 	add(ReasonMIGLayout, bad, "%s %s use%s a MIG layout (%s) the fleet file cannot name: it takes all-<profile> (all-1g.10gb) or all-balanced; move the %s to one of those, then run init again",
-		nodeWord(len(bad)), nodeList(bad), sIfOne(len(bad)), LabelMIGConfig, nodeWord(len(bad)))
+		nodeWord(len(bad)), nodeList(bad), sIfOne(len(bad)), v1alpha1.LabelMIGConfig, nodeWord(len(bad)))
 	add(ReasonNoDriverVersion, noDriver, "GPU %s %s report%s no driver version (%s): GPU Feature Discovery has not labelled %s yet; wait for it (or repair it), then run init again",
-		nodeWord(len(noDriver)), nodeList(noDriver), sIfOne(len(noDriver)), LabelDriverFull, themIt(len(noDriver)))
+		nodeWord(len(noDriver)), nodeList(noDriver), sIfOne(len(noDriver)), v1alpha1.LabelGFDDriverFull, themIt(len(noDriver)))
 	return placed, probs
 }
-
-// upgradeDone is the operator's upgrade state of a node that finished.
-const upgradeDone = "upgrade-done"
 
 // poolDrivers sets each pool's driver, or names the nodes of a pool that
 // runs more than one: a pool is one NVIDIADriver (one DaemonSet), and
@@ -390,7 +388,7 @@ func sharedProductWarnings(cluster string, pools []*Pool) Problems {
 				continue
 			}
 			nodes = append(nodes, p.Nodes...)
-			cmds = append(cmds, fmt.Sprintf("kubectl --context %s label node %s %s=%s", shellQuote(cluster), strings.Join(p.Nodes, " "), LabelPool, p.Name))
+			cmds = append(cmds, fmt.Sprintf("kubectl --context %s label node %s %s=%s", shellQuote(cluster), strings.Join(p.Nodes, " "), v1alpha1.LabelPool, p.Name))
 		}
 		if len(cmds) == 0 {
 			continue
@@ -398,7 +396,7 @@ func sharedProductWarnings(cluster string, pools []*Pool) Problems {
 		slices.Sort(nodes)
 		warns = append(warns, Problem{Cluster: cluster, Reason: ReasonPoolLabelsNeeded, Nodes: nodes,
 			Message: fmt.Sprintf("pools %s share the GPU %s: render's NVIDIADrivers tell them apart by %s, which their nodes do not carry yet; label them before Flux applies render's output: %s",
-				strings.Join(names, ", "), product, LabelPool, strings.Join(cmds, "; "))})
+				strings.Join(names, ", "), product, v1alpha1.LabelPool, strings.Join(cmds, "; "))})
 	}
 	return warns
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 func TestJudgeFleet(t *testing.T) {
@@ -171,8 +173,8 @@ func TestJudgeRefuses(t *testing.T) {
 	}, {
 		name: "a host-installed driver, and the operator's driver turned off",
 		clusters: []Cluster{cluster("prod-a",
-			gpuNode("h-1", h100, drv570), gpuNode("h-2", h100, drv570).with(LabelDeployDriver, "pre-installed"),
-			gpuNode("h-3", h100, drv570).with(LabelDeployDriver, "false"))},
+			gpuNode("h-1", h100, drv570), gpuNode("h-2", h100, drv570).with(v1alpha1.LabelDeployDriver, "pre-installed"),
+			gpuNode("h-3", h100, drv570).with(v1alpha1.LabelDeployDriver, "false"))},
 		want: []want{
 			{"prod-a", ReasonPreinstalledDriver, []string{"h-2"}, []string{"node h-2 has a driver installed on the host", "nvidia.com/gpu.deploy.driver=pre-installed", "--context"}},
 			{"prod-a", ReasonDriverOff, []string{"h-3"}, []string{"nvidia.com/gpu.deploy.driver=false"}},
@@ -181,11 +183,11 @@ func TestJudgeRefuses(t *testing.T) {
 		name: "nodes in the middle of an operator upgrade, by state; done and unset are fine",
 		clusters: []Cluster{cluster("prod-a",
 			gpuNode("h-1", h100, drv570),
-			gpuNode("h-2", h100, drv570).with(LabelUpgradeState, "drain-required"),
-			gpuNode("h-3", h100, drv570).with(LabelUpgradeState, "upgrade-failed"),
-			gpuNode("h-4", h100, drv570).with(LabelUpgradeState, "drain-required"),
-			gpuNode("h-5", h100, drv570).without(LabelUpgradeState),
-			gpuNode("h-6", h100, drv570).with(LabelUpgradeState, ""))},
+			gpuNode("h-2", h100, drv570).with(v1alpha1.LabelOperatorUpgradeState, "drain-required"),
+			gpuNode("h-3", h100, drv570).with(v1alpha1.LabelOperatorUpgradeState, "upgrade-failed"),
+			gpuNode("h-4", h100, drv570).with(v1alpha1.LabelOperatorUpgradeState, "drain-required"),
+			gpuNode("h-5", h100, drv570).without(v1alpha1.LabelOperatorUpgradeState),
+			gpuNode("h-6", h100, drv570).with(v1alpha1.LabelOperatorUpgradeState, ""))},
 		want: []want{
 			{"prod-a", ReasonUpgrading, []string{"h-2", "h-4"}, []string{"nodes h-2, h-4 are in the middle of a GPU Operator driver upgrade", "nvidia.com/gpu-driver-upgrade-state=drain-required", "upgrade-done"}},
 			{"prod-a", ReasonUpgrading, []string{"h-3"}, []string{"upgrade-failed"}},
@@ -194,10 +196,10 @@ func TestJudgeRefuses(t *testing.T) {
 		name: "a GPU node without a product (no driver loaded), and one whose MIG layout is being applied",
 		clusters: []Cluster{cluster("prod-a",
 			gpuNode("h-1", h100, drv570),
-			gpuNode("h-2", h100, drv570).without(LabelGPUProduct).without(LabelDriverFull),
-			gpuNode("h-3", a100, drv570).mig("all-1g.10gb").with(LabelMIGConfigState, "pending"),
+			gpuNode("h-2", h100, drv570).without(v1alpha1.LabelGFDProduct).without(v1alpha1.LabelGFDDriverFull),
+			gpuNode("h-3", a100, drv570).mig("all-1g.10gb").with(v1alpha1.LabelMIGConfigState, "pending"),
 			gpuNode("h-4", a100, drv570).mig("custom-layout"),
-			gpuNode("h-5", h100, "").without(LabelDriverMajor))},
+			gpuNode("h-5", h100, "").without(v1alpha1.LabelGFDDriverMajor))},
 		want: []want{
 			{"prod-a", ReasonUnplaced, []string{"h-2"}, []string{"GPU node h-2 has no nvidia.com/gpu.product label", "driver is not loaded"}},
 			{"prod-a", ReasonMIGChanging, []string{"h-3"}, []string{"nvidia.com/mig.config.state=pending"}},
@@ -242,7 +244,7 @@ func TestJudgeRefuses(t *testing.T) {
 				c := cluster("olm", gpuNode("o-1", h100, drv570))
 				d := &c.Deployments[0]
 				delete(d.Labels, LabelInstance)
-				delete(d.Labels, LabelHelmChart)
+				delete(d.Labels, v1alpha1.LabelHelmChart)
 				d.Annotations = nil
 				return c
 			}(),
@@ -342,7 +344,7 @@ func TestJudgePoolLabelsNeeded(t *testing.T) {
 func TestJudgeVersionFromImage(t *testing.T) {
 	c := cluster("prod-a", gpuNode("h-1", h100, drv570))
 	d := &c.Deployments[0]
-	d.Labels[LabelHelmChart] = "nvidia-gpu-operator-custom"
+	d.Labels[v1alpha1.LabelHelmChart] = "nvidia-gpu-operator-custom"
 	d.Containers = []Container{{Name: "init", Image: "busybox:1.36"}, {Name: "gpu-operator", Image: "registry.example:5000/nvidia/gpu-operator:v25.3.4@sha256:abc"}}
 	r := Judge(recorded([]Cluster{c}), Options{})
 	if r.Err() != nil {

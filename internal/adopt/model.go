@@ -1,6 +1,9 @@
 package adopt
 
-import "github.com/gpufleet/gpufleet/internal/fleet"
+import (
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
 
 // Fleet is the fleet file init writes: what runs, as one stable release,
 // the clusters with their pools and their operators as found, the waves,
@@ -96,9 +99,10 @@ type Install struct {
 	ValuesDropped []string `json:"valuesDropped,omitempty"`
 }
 
-// Where an operator's version was read.
+// Where an operator's version was read: its Deployment's chart label
+// (named by the label's key) or its image tag.
 const (
-	VersionFromChartLabel = "helm.sh/chart"
+	VersionFromChartLabel = v1alpha1.LabelHelmChart
 	VersionFromImage      = "image"
 )
 

@@ -3,6 +3,8 @@ package adopt
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // chartOf says which operator chart a Deployment belongs to:
@@ -11,9 +13,9 @@ import (
 // in every chart version (templates/operator.yaml), whatever the chart was
 // renamed to; both carry helm.sh/chart=<chart>-<version>.
 func chartOf(d Deployment) string {
-	label := d.Labels[LabelHelmChart]
+	label := d.Labels[v1alpha1.LabelHelmChart]
 	switch {
-	case d.Labels[LabelComponent] == ChartGPUOperator, chartVersionOf(label, ChartGPUOperator) != "":
+	case d.Labels[v1alpha1.LabelComponent] == ChartGPUOperator, chartVersionOf(label, ChartGPUOperator) != "":
 		return ChartGPUOperator
 	case chartVersionOf(label, ChartNetworkOperator) != "":
 		return ChartNetworkOperator
@@ -75,13 +77,13 @@ func installOf(cluster, chart string, d Deployment) (*Install, Problems) {
 		bad("Deployment %s (%s) belongs to Helm release %q, which is not a Helm release name (at most %d lower-case letters, digits and '-')",
 			in.Deployment, chart, in.Release, maxHelmRelease)
 	}
-	if v := chartVersionOf(d.Labels[LabelHelmChart], chart); v != "" {
+	if v := chartVersionOf(d.Labels[v1alpha1.LabelHelmChart], chart); v != "" {
 		in.Version, in.VersionFrom = withV(v), VersionFromChartLabel
 	} else if tag := imageTag(operatorImage(chart, d)); chartVersion.MatchString(tag) {
 		in.Version, in.VersionFrom = withV(tag), VersionFromImage
 	} else {
 		bad("cannot tell the chart version of %s (Deployment %s): its %s label is %q and its image %q has no version tag; label it as the chart does (%s=%s-<version>) and run init again",
-			chart, in.Deployment, LabelHelmChart, d.Labels[LabelHelmChart], operatorImage(chart, d), LabelHelmChart, chart)
+			chart, in.Deployment, v1alpha1.LabelHelmChart, d.Labels[v1alpha1.LabelHelmChart], operatorImage(chart, d), v1alpha1.LabelHelmChart, chart)
 	}
 	return in, probs
 }
@@ -119,7 +121,7 @@ func operatorOf(cluster, chart string, ds []Deployment) (*Install, Problems) {
 		}
 		return nil, Problems{{Cluster: cluster, Reason: ReasonNoGPUOperator,
 			Message: fmt.Sprintf("no GPU Operator found (no Deployment labelled %s=%s or %s=%s-<version> in any namespace): gpufleet adopts a GPU Operator that Helm installed; install it, or leave this cluster out (--context)",
-				LabelComponent, ChartGPUOperator, LabelHelmChart, ChartGPUOperator)}}
+				v1alpha1.LabelComponent, ChartGPUOperator, v1alpha1.LabelHelmChart, ChartGPUOperator)}}
 	case 1:
 		return installOf(cluster, chart, found[0])
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // gpuKey is what makes nodes one pool: the GPU and its MIG layout.
@@ -67,7 +69,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 		if !ValidName(name) {
 			probs = append(probs, Problem{Cluster: cluster, Reason: ReasonPoolLabel, Nodes: all,
 				Message: fmt.Sprintf("%s %s carry %s=%q, which is not a valid pool name (at most %d lower-case letters, digits and '-'): relabel them (kubectl label node --overwrite … %s=NAME) and run init again",
-					nodeWord(len(all)), nodeList(all), LabelPool, name, maxName, LabelPool)})
+					nodeWord(len(all)), nodeList(all), v1alpha1.LabelPool, name, maxName, v1alpha1.LabelPool)})
 		}
 		if len(keys) > 1 {
 			var parts []string
@@ -76,7 +78,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 			}
 			probs = append(probs, Problem{Cluster: cluster, Reason: ReasonPoolLabel, Nodes: all,
 				Message: fmt.Sprintf("pool %q (%s) holds different GPUs or MIG layouts: %s; a pool is one GPU and one layout: give each its own %s and run init again",
-					name, LabelPool, strings.Join(parts, "; "), LabelPool)})
+					name, v1alpha1.LabelPool, strings.Join(parts, "; "), v1alpha1.LabelPool)})
 		}
 		taken[name] = true
 		pools = append(pools, &Pool{Name: name, Labelled: true, Product: keys[0].Product, MIG: keys[0].MIG, Nodes: all})
@@ -89,7 +91,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 			slices.Sort(labels)
 			probs = append(probs, Problem{Cluster: cluster, Reason: ReasonPoolLabel, Nodes: ns,
 				Message: fmt.Sprintf("%s %s (%s) carry no %s, while other nodes of the same GPU carry %s: if they belong there, label them (kubectl label node %s %s=%s); if they are a pool of their own, label them with its name; then run init again",
-					nodeWord(len(ns)), nodeList(ns), k, LabelPool, quoteList(labels), strings.Join(ns, " "), LabelPool, labels[0])})
+					nodeWord(len(ns)), nodeList(ns), k, v1alpha1.LabelPool, quoteList(labels), strings.Join(ns, " "), v1alpha1.LabelPool, labels[0])})
 		}
 		pools = append(pools, &Pool{Name: names[k], Product: k.Product, MIG: k.MIG, Nodes: ns})
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/gate"
 )
 
@@ -157,7 +158,7 @@ func ReadCluster(ctx context.Context, c client.Client, context string) (Cluster,
 // a cluster's CPU nodes are not read at all.
 func gpuNodes(ctx context.Context, c client.Client) ([]Node, error) {
 	byName := map[string]Node{}
-	for _, sel := range []string{LabelGPUPresent + "=true", LabelGPUProduct} {
+	for _, sel := range []string{v1alpha1.LabelGPUPresent + "=true", v1alpha1.LabelGFDProduct} {
 		selector, err := labels.Parse(sel)
 		if err != nil {
 			return nil, err
@@ -265,7 +266,7 @@ func foreignNVIDIADrivers(ctx context.Context, c client.Client) ([]string, error
 	}
 	var out []string
 	for _, u := range list.Items {
-		if u.GetLabels()[LabelManagedBy] != "gpufleet" {
+		if u.GetLabels()[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByGPUFleet {
 			out = append(out, u.GetName())
 		}
 	}

@@ -215,10 +215,10 @@ func clusterComment(c *FleetCluster) string {
 func poolComment(p *Pool) string {
 	var parts []string
 	if p.Labelled {
-		parts = append(parts, fmt.Sprintf("Named by its nodes' %s label.", LabelPool))
+		parts = append(parts, fmt.Sprintf("Named by its nodes' %s label.", v1alpha1.LabelPool))
 	}
 	if p.MIG != "" {
-		parts = append(parts, fmt.Sprintf("MIG layout %s (%s).", p.MIG, LabelMIGConfig))
+		parts = append(parts, fmt.Sprintf("MIG layout %s (%s).", p.MIG, v1alpha1.LabelMIGConfig))
 	}
 	return strings.Join(parts, " ")
 }
