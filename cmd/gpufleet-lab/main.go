@@ -6,9 +6,9 @@ package main
 import (
 	"os"
 
-	"github.com/gpufleet/gpufleet/internal/labcli"
+	"github.com/gpufleet/gpufleet/internal/lab"
 )
 
 func main() {
-	os.Exit(labcli.Main(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(lab.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

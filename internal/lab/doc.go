@@ -1,7 +1,8 @@
-// Package lab is the story harness shared by the lab's demo
-// (gpufleet-lab demo, package demo) and the end-to-end suite (test/e2e):
-// one place that starts the fleet the story plays on and the steps both
-// take on it.
+// Package lab is gpufleet's lab: the fleet its story plays on, the story's
+// fixture fleet file, the demo that plays it with progress output, a
+// summary and an HTML report, and the command line of gpufleet-lab, the
+// binary that carries it. The end-to-end suite (test/e2e) starts its
+// worlds here too.
 //
 // [Start] starts the testbed with Kube, Kwok, Flux and a git server, and
 // per cluster a node agent in kwok mode (package nodesim), the real GPU
@@ -14,8 +15,16 @@
 // [World.WaitRollout] and [World.WaitDrivers] wait for Flux, the
 // controller and the nodes.
 //
+// [Demo] plays the story of [StoryFleet] on two clusters, staging and prod:
+// the library calls behind the commands (render, start, approve, promote,
+// gate, abort), each a real git commit pushed to the git server and
+// applied by Flux. [Main] is gpufleet-lab's command line, wiring only, as
+// package cli is for gpufleet: each verb is an options struct whose run
+// calls the library with its output writer; its exit codes are gpufleet's.
+//
 // Every call returns an error and nothing here knows about testing.T: the
 // demo reports a failed step and carries on to its summary, the suite's
-// thin wrapper turns errors into t.Fatal. Like testbed, this is lab and
-// test support: the gpufleet CLI and the controller never link it.
+// thin wrapper turns errors into t.Fatal. The lab is its own binary so
+// that the testbed (envtest, the git server, Flux's controllers, the node
+// agent) never links into the gpufleet CLI or the controller users install.
 package lab

@@ -1,4 +1,4 @@
-package demo
+package lab
 
 import (
 	"context"
@@ -10,13 +10,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/sim"
-)
-
-// Node labels the recorder reads: the lifecycle controller's phase and the
-// driver version GPU Feature Discovery reports (the contract's names).
-const (
-	labelPhase  = v1alpha1.LabelPhase
-	labelDriver = v1alpha1.LabelGFDDriverFull
 )
 
 // recorder samples every cluster's nodes while the story plays, so the
@@ -39,7 +32,7 @@ func (r *recorder) run(ctx context.Context, cluster string, c client.Reader, per
 	defer t.Stop()
 	for {
 		var nodes corev1.NodeList
-		if err := c.List(ctx, &nodes, client.HasLabels{labelDriver}); err == nil {
+		if err := c.List(ctx, &nodes, client.HasLabels{v1alpha1.LabelGFDDriverFull}); err == nil {
 			r.sample(cluster, nodes.Items, time.Now())
 		}
 		select {
@@ -61,7 +54,7 @@ func (r *recorder) sample(cluster string, nodes []corev1.Node, now time.Time) {
 		r.open[cluster] = open
 	}
 	for _, n := range nodes {
-		phase := v1alpha1.NodePhase(n.Labels[labelPhase])
+		phase := v1alpha1.NodePhase(n.Labels[v1alpha1.LabelPhase])
 		if phase == "" {
 			phase = v1alpha1.NodePending
 		}

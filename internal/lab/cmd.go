@@ -1,4 +1,4 @@
-package labcli
+package lab
 
 import (
 	"context"

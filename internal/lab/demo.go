@@ -1,4 +1,4 @@
-package demo
+package lab
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/lab"
+	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/promote"
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// Options configure Run.
-type Options struct {
+// DemoOptions configure Demo.
+type DemoOptions struct {
 	// Out receives the progress lines and the summary.
 	Out io.Writer
 	// Root is the repository root: the DriverRollout CRD, and the real
@@ -45,8 +45,8 @@ type Options struct {
 	Report string
 }
 
-// Step is one step of the story and how it went.
-type Step struct {
+// StepResult is one step of the story and how it went.
+type StepResult struct {
 	Name string
 	Took time.Duration
 	// Note says what was seen, e.g. the measured drift repair time.
@@ -54,13 +54,13 @@ type Step struct {
 	Err  error
 }
 
-// Summary is what Run did.
+// Summary is what Demo did.
 type Summary struct {
-	Steps      []Step
+	Steps      []StepResult
 	Took       time.Duration
 	Kubeconfig string
 	// Repo is the fleet repository's work tree (gone once the testbed stops
-	// unless Options.Dir was given).
+	// unless DemoOptions.Dir was given).
 	Repo string
 }
 
@@ -74,15 +74,15 @@ func (s *Summary) Failed() bool {
 	return false
 }
 
-// Run starts a local testbed of two clusters (staging and prod, each with
+// Demo starts a local testbed of two clusters (staging and prod, each with
 // its own API server, Flux, lifecycle controller and simulated GPU nodes)
 // and a git server, and plays the fleet's story on it: render and first
 // sync, a release promoted from staging to prod with an approval, drift
 // repaired by Flux, and a drill release that fails at the staging canary
 // node, is refused by the gate and is aborted. Progress goes to o.Out as it
 // happens; the summary is returned and printed. Everything is stopped when
-// Run returns (with Keep, once ctx ends).
-func Run(ctx context.Context, o Options) (*Summary, error) {
+// Demo returns (with Keep, once ctx ends).
+func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -97,7 +97,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	began := time.Now()
 	sum := &Summary{}
 	fmt.Fprintln(o.Out, "gpufleet-lab demo: starting two clusters (stg, prod), Flux, a git server and 3 simulated GPU nodes per cluster...")
-	w, err := start(ctx, o)
+	w, err := startDemo(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("start the testbed: %w", err)
 	}
@@ -113,7 +113,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	rec := newRecorder(time.Now())
 	recCtx, stopRec := context.WithCancel(ctx)
 	var recDone sync.WaitGroup
-	for _, name := range clusterNames {
+	for _, name := range StoryClusters() {
 		recDone.Go(func() { rec.run(recCtx, name, w.Client(name), 250*time.Millisecond) })
 	}
 	s := &player{ctx: ctx, w: w, out: o.Out, sum: sum}
@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	sum.Took = time.Since(began)
 	printSummary(o.Out, sum)
 	if o.Report != "" {
-		if err := report(o.Report, w.FleetFile, sum, rec); err != nil {
+		if err := writeReportFile(o.Report, w.FleetFile, sum, rec); err != nil {
 			fmt.Fprintf(o.Out, "report: %v\n", err)
 		} else {
 			fmt.Fprintf(o.Out, "report: %s\n", o.Report)
@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 
 	if o.Keep && ctx.Err() == nil {
 		fmt.Fprintf(o.Out, "\nThe testbed keeps running (Ctrl-C stops it):\n  export KUBECONFIG=%s\n  kubectl --context stg get nodes -L %s\n  fleet repository: %s\n",
-			w.Testbed.Kubeconfig, labelDriver, w.Dir)
+			w.Testbed.Kubeconfig, v1alpha1.LabelGFDDriverFull, w.Dir)
 		<-ctx.Done()
 	}
 	if sum.Failed() {
@@ -145,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 // skipped, since each builds on the one before.
 type player struct {
 	ctx    context.Context
-	w      *lab.World
+	w      *World
 	out    io.Writer
 	sum    *Summary
 	rev    string
@@ -159,7 +159,7 @@ func (p *player) step(name string, fn func() (string, error)) {
 	fmt.Fprintf(p.out, "▶ %s\n", name)
 	t0 := time.Now()
 	note, err := fn()
-	st := Step{Name: name, Took: time.Since(t0), Note: note, Err: err}
+	st := StepResult{Name: name, Took: time.Since(t0), Note: note, Err: err}
 	p.sum.Steps = append(p.sum.Steps, st)
 	switch {
 	case err != nil:
@@ -250,16 +250,16 @@ func (p *player) play() {
 		if p.rev, err = w.Push(); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%d files rendered; both clusters Ready at %s", len(changes), shortRev(p.rev)), p.applied(clusterNames...)
+		return fmt.Sprintf("%d files rendered; both clusters Ready at %s", len(changes), shortRev(p.rev)), p.applied(StoryClusters()...)
 	})
-	p.step("start "+relGood+": the staging DriverRollout upgrades the staging nodes", func() (string, error) {
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, relGood) }); err != nil {
+	p.step("start "+ReleaseGood+": the staging DriverRollout upgrades the staging nodes", func() (string, error) {
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, ReleaseGood) }); err != nil {
 			return "", err
 		}
-		if _, err := w.WaitRollout(ctx, stg, relGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
+		if _, err := w.WaitRollout(ctx, Staging, ReleaseGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
 			return "", err
 		}
-		return "stg: 3 of 3 nodes on " + drvGood, p.applied(clusterNames...)
+		return "stg: 3 of 3 nodes on " + DriverGood, p.applied(StoryClusters()...)
 	})
 	p.step("gate --wave staging", func() (string, error) {
 		rep, err := p.gate("staging")
@@ -271,7 +271,7 @@ func (p *player) play() {
 		}
 		return fmt.Sprintf("PASS (%d checks)", len(rep.Checks)), nil
 	})
-	approval := relGood + "/" + waveProduction
+	approval := ReleaseGood + "/" + WaveProduction
 	p.step("gpufleet status names the approval; approve "+approval, func() (string, error) {
 		f, err := fleet.Load(w.FleetFile)
 		if err != nil {
@@ -284,26 +284,26 @@ func (p *player) play() {
 		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, approval) }); err != nil {
 			return "", err
 		}
-		return "status said: next: " + next, p.applied(clusterNames...)
+		return "status said: next: " + next, p.applied(StoryClusters()...)
 	})
-	p.step("promote: the gate passes, prod gets "+relGood+" and finishes", func() (string, error) {
+	p.step("promote: the gate passes, prod gets "+ReleaseGood+" and finishes", func() (string, error) {
 		if _, err := p.mutate(promote.Promote); err != nil {
 			return "", err
 		}
-		if _, err := w.WaitRollout(ctx, prod, relGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
+		if _, err := w.WaitRollout(ctx, Prod, ReleaseGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
 			return "", err
 		}
-		return "prod: 3 of 3 nodes on " + drvGood, p.applied(clusterNames...)
+		return "prod: 3 of 3 nodes on " + DriverGood, p.applied(StoryClusters()...)
 	})
-	p.step("promote after the last wave: "+relGood+" becomes stable", func() (string, error) {
+	p.step("promote after the last wave: "+ReleaseGood+" becomes stable", func() (string, error) {
 		res, err := p.mutate(promote.Promote)
 		if err != nil {
 			return "", err
 		}
-		return strings.TrimPrefix(strings.SplitN(res.Message, "\n", 2)[0], "gpufleet: "), p.applied(clusterNames...)
+		return strings.TrimPrefix(strings.SplitN(res.Message, "\n", 2)[0], "gpufleet: "), p.applied(StoryClusters()...)
 	})
 	p.step("drift: edit a Flux-managed object by hand; Flux restores it", func() (string, error) {
-		c := w.Client(stg)
+		c := w.Client(Staging)
 		if err := testbed.Update(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", false, func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "1h0m0s", "spec", "interval")
 		}); err != nil {
@@ -323,18 +323,18 @@ func (p *player) play() {
 		}
 		return "", errors.New("Flux did not restore the lifecycle Kustomization within a minute")
 	})
-	p.step("start "+relDrill+": the staging canary node fails, rolls back, the rollout stalls", func() (string, error) {
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, relDrill) }); err != nil {
+	p.step("start "+ReleaseDrill+": the staging canary node fails, rolls back, the rollout stalls", func() (string, error) {
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, ReleaseDrill) }); err != nil {
 			return "", err
 		}
-		dr, err := w.WaitRollout(ctx, stg, relDrill, waitFor, v1alpha1.PhaseStalled)
+		dr, err := w.WaitRollout(ctx, Staging, ReleaseDrill, waitFor, v1alpha1.PhaseStalled)
 		if err != nil {
 			return "", err
 		}
-		if err := w.WaitDrivers(ctx, stg, drvGood, waitFor); err != nil {
+		if err := w.WaitDrivers(ctx, Staging, DriverGood, waitFor); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("canary %v %s; nodes still on %s", dr.Status.Canary.Nodes, dr.Status.Canary.Result, drvGood), nil
+		return fmt.Sprintf("canary %v %s; nodes still on %s", dr.Status.Canary.Nodes, dr.Status.Canary.Result, DriverGood), nil
 	})
 	p.step("gate --wave staging fails, so promote is refused", func() (string, error) {
 		rep, err := p.gate("staging")
@@ -344,7 +344,7 @@ func (p *player) play() {
 		if rep.Verdict() == gate.Pass {
 			return "", errors.New("the gate passed a stalled rollout")
 		}
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, relDrill+"/"+waveProduction) }); err != nil {
+		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, ReleaseDrill+"/"+WaveProduction) }); err != nil {
 			return "", err
 		}
 		if _, err := p.mutate(promote.Promote); !errors.Is(err, promote.ErrRefused) {
@@ -356,10 +356,26 @@ func (p *player) play() {
 		if _, err := p.mutate(promote.Abort); err != nil {
 			return "", err
 		}
-		if err := w.WaitApplied(ctx, stg, p.rev, waitFor, "operators", "config"); err != nil {
+		if err := w.WaitApplied(ctx, Staging, p.rev, waitFor, "operators", "config"); err != nil {
 			return "", err
 		}
-		return "stg back on " + drvGood, w.WaitDrivers(ctx, stg, drvGood, waitFor)
+		return "stg back on " + DriverGood, w.WaitDrivers(ctx, Staging, DriverGood, waitFor)
+	})
+}
+
+// waitFor bounds each wait of the demo (Flux applying a revision, a rollout
+// reaching a phase, the nodes reaching a driver).
+const waitFor = 3 * time.Minute
+
+// startDemo starts the story's world: the testbed with the
+// controller-manager, scheduler and kwok, per cluster a node agent, the
+// real GPU Operator once Flux has applied its chart and a lifecycle
+// controller, and the fleet repository holding the story's fleet file.
+func startDemo(ctx context.Context, o DemoOptions) (*World, error) {
+	return Start(ctx, Options{
+		Root: o.Root, Dir: o.Dir, Clusters: StoryClusters(), FleetTOML: StoryFleet(), ChartVersion: ChartVersion,
+		Pool:       nodesim.Pool{Name: PoolName, Product: Product, Nodes: PoolNodes, Driver: DriverStable},
+		BadDrivers: []string{DriverDrill}, GitUser: "demo",
 	})
 }
 

@@ -1,4 +1,4 @@
-package demo
+package lab
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func nodeNamed(name string) planner.Node { return planner.Node{Name: name} }
 
 // report writes the HTML report to path, with the clusters as the fleet
 // file leaves them.
-func report(path, fleetFile string, sum *Summary, rec *recorder) error {
+func writeReportFile(path, fleetFile string, sum *Summary, rec *recorder) error {
 	f, err := fleet.Load(fleetFile)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package labcli
+package lab
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/cli"
-	"github.com/gpufleet/gpufleet/internal/demo"
 )
 
 // demoOptions are the flags of "gpufleet-lab demo".
@@ -53,7 +52,7 @@ its kubeconfig; Ctrl-C stops everything.`,
 // run plays the story: exit 3 when the testbed could not start, 1 when a
 // step failed, 0 when it was played or interrupted.
 func (o *demoOptions) run(ctx context.Context, out io.Writer) error {
-	sum, err := demo.Run(ctx, demo.Options{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep, Report: o.report})
+	sum, err := Demo(ctx, DemoOptions{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep, Report: o.report})
 	switch {
 	case sum == nil && err != nil:
 		return withCode(cli.ExitUnknown, err)

@@ -1,4 +1,4 @@
-package demo
+package lab
 
 import (
 	"bytes"
@@ -9,12 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 func node(name, phase string) corev1.Node {
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelDriver: "580.95.05"}}}
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelGFDDriverFull: "580.95.05"}}}
 	if phase != "" {
-		n.Labels[labelPhase] = phase
+		n.Labels[v1alpha1.LabelPhase] = phase
 	}
 	return n
 }
@@ -27,7 +29,7 @@ func TestReport(t *testing.T) {
 	for i, phases := range [][2]string{{"", ""}, {"Draining", ""}, {"Soaking", "Draining"}, {"Done", "RollingBack"}, {"Done", "RolledBack"}} {
 		rec.sample("stg", []corev1.Node{node("h100-0", phases[0]), node("h100-1", phases[1])}, t0.Add(time.Duration(i)*10*time.Second))
 	}
-	sum := &Summary{Took: time.Minute, Steps: []Step{{Name: "start r2026-10", Took: 14 * time.Second, Note: "3 nodes on 580.95.05"}, {Name: "promote", Err: errors.New("gate failed")}}}
+	sum := &Summary{Took: time.Minute, Steps: []StepResult{{Name: "start r2026-10", Took: 14 * time.Second, Note: "3 nodes on 580.95.05"}, {Name: "promote", Err: errors.New("gate failed")}}}
 	var out bytes.Buffer
 	if err := writeReport(&out, sum, rec, []reportCluster{{Wave: "staging", Name: "stg", Release: "r2026-10", Nodes: 2}}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
