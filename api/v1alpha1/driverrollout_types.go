@@ -172,6 +172,32 @@ type DriverRolloutSpec struct {
 	// +listType=atomic
 	// +optional
 	OutOfService []metav1.LabelSelector `json:"outOfService,omitempty"`
+
+	// Pools are the GPU pools whose nodes the NVIDIADrivers tell apart by
+	// their pool label (LabelPool): pools of the cluster that share a GPU
+	// product. Each says which of the rollout's nodes are its own. A node
+	// without a pool label that exactly one pool's selector matches is
+	// given that pool's name when it joins (see the joining rule); one that
+	// none or several match is left for its node template or a person to
+	// label. Render writes it; it is empty where every pool has a product
+	// of its own.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Pools []PoolSpec `json:"pools,omitempty"`
+}
+
+// PoolSpec is one GPU pool of the rollout's cluster.
+type PoolSpec struct {
+	// Name is the pool's name: the value of its nodes' LabelPool.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// NodeSelector picks the pool's nodes among the rollout's, e.g. by
+	// GPU product and MIG layout.
+	NodeSelector metav1.LabelSelector `json:"nodeSelector"`
 }
 
 // CanarySpec picks the canary nodes, by count or by name.

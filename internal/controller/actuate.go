@@ -58,6 +58,9 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 	if t.Driver != "" {
 		n.Labels[v1alpha1.LabelDriver] = t.Driver
 	}
+	if t.Pool != "" {
+		n.Labels[v1alpha1.LabelPool] = t.Pool
+	}
 	operatorMarks(n, t)
 	if t.Quarantine {
 		for k, v := range quarantineLabels(&ro.Spec.Quarantine) {

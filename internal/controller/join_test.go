@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -76,9 +78,15 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Delete(context.Background(), n) })
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		if err := c.Status().Update(ctx, n); err != nil {
+		// The controller may label it before its kubelet reports Ready.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+				return err
+			}
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			return c.Status().Update(ctx, n)
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,5 +110,51 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 	waitEvent(t, "joins", "NodeJoined", "joins-cordoned")
 	if got := metricValue(t, metrics.Registry, `gpufleet_rollout_nodes_joined_total{driver="`+newDriver+`",rollout="joins"}`); got != 2 {
 		t.Errorf("gpufleet_rollout_nodes_joined_total = %v, want 2", got)
+	}
+}
+
+// TestJoiningNodeGetsItsPool: where two pools share a GPU product (the
+// rollout's spec.pools, as render writes them), a node that registers with
+// its product and its MIG layout but no gpufleet label gets the one pool
+// whose selector matches it, in the same write as its driver label; a
+// node both pools would match gets no pool label.
+func TestJoiningNodeGetsItsPool(t *testing.T) {
+	c := env(t)
+	ctx := context.Background()
+	const product, mig = "NVIDIA-A30", "nvidia.com/mig.config"
+	startController(t, RealClock{}, nil)
+	ro := newRollout("pools", "", oldDriver, newDriver)
+	ro.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{"nvidia.com/gpu.product": product}}
+	ro.Spec.Pools = []v1alpha1.PoolSpec{
+		{Name: "a30-mig", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nvidia.com/gpu.product": product, mig: "all-1g.6gb"}}},
+		{Name: "a30", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{"nvidia.com/gpu.product": product},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: mig, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"all-1g.6gb"}}}}},
+		{Name: "a30-any-mig", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{mig: "all-2g.12gb"}}},
+	}
+	create(t, ro)
+	register := func(name string, labels map[string]string) {
+		t.Helper()
+		l := map[string]string{"nvidia.com/gpu.product": product}
+		for k, v := range labels {
+			l[k] = v
+		}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), n) })
+	}
+	register("pools-mig", map[string]string{mig: "all-1g.6gb"})
+	register("pools-plain", nil)
+	// a30 (not all-1g.6gb) and a30-any-mig both select it.
+	register("pools-both", map[string]string{mig: "all-2g.12gb"})
+	for node, want := range map[string]string{"pools-mig": "a30-mig", "pools-plain": "a30", "pools-both": ""} {
+		waitFor(t, 15*time.Second, node+" labelled", func() (bool, string) {
+			n := getNode(t, node)
+			return n.Labels[v1alpha1.LabelDriver] == newDriver, fmt.Sprint(n.Labels)
+		})
+		if got := getNode(t, node).Labels[v1alpha1.LabelPool]; got != want {
+			t.Errorf("%s: pool %q, want %q", node, got, want)
+		}
 	}
 }

@@ -29,8 +29,9 @@ import (
 //     schedulable, not on the target driver, not canary nodes, beyond the
 //     first parallelNodes of them: a pass starts at most parallelNodes nodes,
 //     taking the pending ones in name order, so it never reaches those. On
-//     the gpufleet actuator they must carry a driver label: a pass joins
-//     every node without one (join.go), however many.
+//     the gpufleet actuator they must carry a driver label, and where the
+//     spec names pools a pool label: a pass joins every node without one
+//     (join.go), however many.
 //
 // On the gpu-operator actuator both must also carry the operator's skip
 // label (else the pass holds them); a Done node must not be in one of the
@@ -84,7 +85,7 @@ const (
 // compactKey is what a node's class depends on besides the node.
 type compactKey struct {
 	rollout, target, selector, canary string
-	operator                          bool
+	operator, pools                   bool
 }
 
 func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot {
@@ -104,7 +105,8 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 		return snap
 	}
 	operator := v1alpha1.ActuatorOf(spec) == v1alpha1.ActuatorGPUOperator
-	key := compactKey{rollout: snap.Rollout.Name, target: spec.TargetVersion, selector: spec.NodeSelector.String(), canary: strings.Join(canary, ","), operator: operator}
+	pools := len(spec.Pools) > 0
+	key := compactKey{rollout: snap.Rollout.Name, target: spec.TargetVersion, selector: spec.NodeSelector.String(), canary: strings.Join(canary, ","), operator: operator, pools: pools}
 	n := len(snap.Nodes)
 	// Every node is classified again unless the caller tracks versions and
 	// nothing the classes depend on changed.
@@ -116,7 +118,7 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 			c.seen = slices.Grow(c.seen[:0], n)[:n]
 		}
 	}
-	cl := classifier{rollout: snap.Rollout.Name, target: spec.TargetVersion, canary: canary, operator: operator,
+	cl := classifier{rollout: snap.Rollout.Name, target: spec.TargetVersion, canary: canary, operator: operator, pools: pools,
 		matches: equalityMatcher(&spec.NodeSelector, sel, true)}
 	for i := range snap.Nodes {
 		if fresh || versions[i] != c.seen[i] {
@@ -171,7 +173,10 @@ type classifier struct {
 	canary          []string
 	// operator: the gpu-operator actuator's rules too.
 	operator bool
-	matches  func(labels.Set) bool
+	// pools: the spec names pools, so a node without a pool label may be
+	// joined to one.
+	pools   bool
+	matches func(labels.Set) bool
 	// A pool's nodes share their driver version string: decided once.
 	lastVersion  string
 	lastOnTarget bool
@@ -193,7 +198,7 @@ func (cl *classifier) class(n *Node) nodeClass {
 	case ph == v1alpha1.NodeDone && n.Owner == cl.rollout && !v1alpha1.OperatorUpgrading(state) && cl.matches(labels.Set(n.Labels)):
 		return classDone
 	case ph == v1alpha1.NodePending && n.Owner == "" && n.Since.IsZero() && (!cl.operator || state == v1alpha1.OperatorStateUpgradeRequired) &&
-		(cl.operator || hasDriverLabel(n)) && cl.matches(labels.Set(n.Labels)):
+		(cl.operator || hasDriverLabel(n)) && (!cl.pools || hasPoolLabel(n)) && cl.matches(labels.Set(n.Labels)):
 		if !cl.decided || n.DriverVersion != cl.lastVersion {
 			cl.lastVersion, cl.lastOnTarget, cl.decided = n.DriverVersion, DriverMatches(n.DriverVersion, cl.target), true
 		}
@@ -207,5 +212,11 @@ func (cl *classifier) class(n *Node) nodeClass {
 // hasDriverLabel reports whether the node carries a driver label (see join).
 func hasDriverLabel(n *Node) bool {
 	_, ok := n.Labels[LabelDriver]
+	return ok
+}
+
+// hasPoolLabel reports whether the node carries a pool label (see join).
+func hasPoolLabel(n *Node) bool {
+	_, ok := n.Labels[LabelPool]
 	return ok
 }

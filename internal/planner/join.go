@@ -2,6 +2,10 @@ package planner
 
 import (
 	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
@@ -38,28 +42,95 @@ import (
 // like any other node, so the policy's failure handling (rollback,
 // quarantine, the budget) applies to it.
 
-// join labels the selected pending nodes that carry no driver label.
+// join labels the selected pending nodes that carry no driver label, or no
+// pool label where the spec's pools tell one from another.
+//
+// On the gpu-operator actuator no NVIDIADriver selects by the driver label
+// (the operator's DaemonSet installs a new node's driver by itself), so a
+// join there only gives the pool label, where pools share a product.
 func (p *planner) join() {
-	if p.operator() {
-		// The operator's driver DaemonSet selects no gpufleet label on
-		// this path: it installs a new node's driver by itself.
-		return
-	}
+	pools := p.poolSelectors()
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.outOfService || p.quarantineMarked(w) {
+		if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.outOfService || p.quarantineMarked(w) || p.holding(w.n.Name) {
 			continue
 		}
-		if hasDriverLabel(w.n) {
+		pool := pools.missing(w.n)
+		needDriver := !p.operator() && !hasDriverLabel(w.n)
+		if !needDriver && pool == "" {
 			continue
 		}
-		version, why := p.joinVersion(w)
-		p.move(w, v1alpha1.NodePending, fmt.Sprintf("joined without a driver label: labelled %s (%s)", version, why), func(t *Transition) {
-			t.Driver = version
+		var what []string
+		version, why := "", ""
+		if needDriver {
+			version, why = p.joinVersion(w)
+			what = append(what, fmt.Sprintf("labelled %s (%s)", version, why))
+		}
+		if pool != "" {
+			what = append(what, "in pool "+pool+" (the one pool whose selector it matches)")
+		}
+		reason := "joined without a driver label: " + strings.Join(what, ", ")
+		if version == "" {
+			reason = "joined without a pool label: " + strings.Join(what, ", ")
+		}
+		p.move(w, v1alpha1.NodePending, reason, func(t *Transition) {
+			t.Driver, t.Pool = version, pool
 			t.Join = true
 		})
 		w.joined = true
 	}
+}
+
+// LabelPool is the node label that names a node's GPU pool; the
+// NVIDIADrivers of pools that share a GPU product select by it.
+const LabelPool = v1alpha1.LabelPool
+
+// poolSet are the spec's pools with their parsed selectors.
+type poolSet []struct {
+	name string
+	sel  labels.Selector
+}
+
+// poolSelectors parses the spec's pools; a pool whose selector does not
+// parse selects nothing.
+func (p *planner) poolSelectors() poolSet {
+	var out poolSet
+	for i := range p.spec.Pools {
+		sel, err := metav1.LabelSelectorAsSelector(&p.spec.Pools[i].NodeSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		out = append(out, struct {
+			name string
+			sel  labels.Selector
+		}{p.spec.Pools[i].Name, sel})
+	}
+	return out
+}
+
+// missing names the pool a node without a pool label is to be given: "" when
+// it has one, or when none or several pools match it.
+func (ps poolSet) missing(n *Node) string {
+	if _, ok := n.Labels[LabelPool]; ok || len(ps) == 0 {
+		return ""
+	}
+	return ps.of(n.Labels)
+}
+
+// of names the one pool whose selector matches a node's labels; "" when
+// none or several do (the node is left for someone to label).
+func (ps poolSet) of(l map[string]string) string {
+	found := ""
+	for _, pool := range ps {
+		if !pool.sel.Matches(labels.Set(l)) {
+			continue
+		}
+		if found != "" {
+			return ""
+		}
+		found = pool.name
+	}
+	return found
 }
 
 // joinVersion is the driver a node without a driver label is labelled

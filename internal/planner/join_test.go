@@ -222,3 +222,88 @@ func TestCanaryNodeLeaves(t *testing.T) {
 		}
 	})
 }
+
+// TestJoinPool: where the spec names pools (pools that share a product), a
+// node without a pool label joins the one pool whose selector matches it,
+// in the same write as its driver label, or alone when it has a driver
+// label; none or two matching leave it without one; a node settling Done
+// gets it too; on the gpu-operator actuator a join gives the pool label
+// alone.
+func TestJoinPool(t *testing.T) {
+	const target, previous = pt.Target, pt.Previous
+	// The rollout selects every node labelled selected=yes (the test
+	// rollouts select by the pool label, which a join may give).
+	rollout := func() *pt.RolloutBuilder {
+		return pt.Rollout("r").Paused().Selector("selected", "yes").Pool("mig", "mig", "on").Pool("plain", "mig", "off")
+	}
+	node := func(name string, kv ...string) *pt.NodeBuilder {
+		return pt.Node(name).Labels(append([]string{"selected", "yes"}, kv...)...).Driver(false, "")
+	}
+	noCanary := " (no driver yet; the rollout has no canary)"
+	tests := []struct {
+		name    string
+		rollout *pt.RolloutBuilder
+		nodes   []*pt.NodeBuilder
+		want    []string
+		pool    string // what gpu-09 is given
+	}{
+		{
+			name:    "one pool matches: its name with the driver, in one write",
+			rollout: rollout(),
+			nodes:   []*pt.NodeBuilder{node("gpu-09", "mig", "on")},
+			want:    []string{"gpu-09 Pending→Pending [join driver=" + target + "] joined without a driver label: labelled " + target + noCanary + ", in pool mig (the one pool whose selector it matches)"},
+			pool:    "mig",
+		},
+		{
+			name:    "a driver label but no pool label: the pool alone",
+			rollout: rollout(),
+			nodes:   []*pt.NodeBuilder{node("gpu-09", "mig", "off", planner.LabelDriver, previous).Driver(true, previous)},
+			want:    []string{"gpu-09 Pending→Pending [join] joined without a pool label: in pool plain (the one pool whose selector it matches)"},
+			pool:    "plain",
+		},
+		{
+			name:    "two pools match, or none: no pool label",
+			rollout: rollout().Pool("also-mig", "mig", "on"),
+			nodes:   []*pt.NodeBuilder{node("gpu-08", "mig", "on"), node("gpu-09", "mig", "other")},
+			want: []string{
+				"gpu-08 Pending→Pending [join driver=" + target + "] joined without a driver label: labelled " + target + noCanary,
+				"gpu-09 Pending→Pending [join driver=" + target + "] joined without a driver label: labelled " + target + noCanary,
+			},
+		},
+		{
+			name:    "settled Done on the target: the pool in the same write",
+			rollout: rollout(),
+			nodes:   []*pt.NodeBuilder{node("gpu-09", "mig", "on").Driver(true, target)},
+			want:    []string{"gpu-09 Pending→Done [driver=" + target + "] already on driver " + target + ": nothing to install"},
+			pool:    "mig",
+		},
+		{
+			name:    "the gpu-operator actuator: the pool label alone",
+			rollout: rollout().Actuator(v1alpha1.ActuatorGPUOperator),
+			nodes:   []*pt.NodeBuilder{node("gpu-09", "mig", "on", v1alpha1.LabelOperatorUpgradeSkip, "true")},
+			want:    []string{"gpu-09 Pending→Pending [join] joined without a pool label: in pool mig (the one pool whose selector it matches)"},
+			pool:    "mig",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := planOnce(tt.rollout, tt.nodes)
+			if diff := cmp.Diff(tt.want, briefs(got.Transitions)); diff != "" {
+				t.Errorf("transitions (-want +got):\n%s", diff)
+			}
+			pools := map[string]string{}
+			for _, tr := range got.Transitions {
+				if tr.Pool != "" {
+					pools[tr.Node] = tr.Pool
+				}
+			}
+			want := map[string]string{}
+			if tt.pool != "" {
+				want["gpu-09"] = tt.pool
+			}
+			if diff := cmp.Diff(want, pools); diff != "" {
+				t.Errorf("pools given (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

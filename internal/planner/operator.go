@@ -84,6 +84,9 @@ func (p *planner) planOperator() {
 	// written before a hold would let it take a node still unheld.
 	p.holdAll()
 	p.settleOperator()
+	// After the settles, which label a settled node's pool themselves; a
+	// node held in this pass joins in the next (one write a pass).
+	p.join()
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		if w.elsewhere != "" {
@@ -115,6 +118,7 @@ func (p *planner) settleOperator() {
 	if p.spec.Abort {
 		return
 	}
+	pools := p.poolSelectors()
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		st := operatorState(w)
@@ -124,6 +128,7 @@ func (p *planner) settleOperator() {
 		p.move(w, v1alpha1.NodeDone, fmt.Sprintf("already on driver %s: nothing for the operator to upgrade", p.spec.TargetVersion), func(t *Transition) {
 			t.Driver = p.spec.TargetVersion
 			t.Hold = !held(w)
+			t.Pool = pools.missing(w.n)
 		})
 	}
 }

@@ -320,6 +320,7 @@ func (p *planner) settle() {
 	if p.spec.Abort {
 		return
 	}
+	pools := p.poolSelectors()
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		if w.canary || w.elsewhere != "" || !p.onTarget(w) {
@@ -334,6 +335,7 @@ func (p *planner) settle() {
 		}
 		p.move(w, v1alpha1.NodeDone, reason, func(t *Transition) {
 			t.Driver = p.spec.TargetVersion
+			t.Pool = pools.missing(w.n)
 		})
 	}
 }

@@ -160,8 +160,12 @@ type Transition struct {
 	// Quarantine the node: the spec's quarantine label and taint.
 	Quarantine bool
 	// Join: the node had no driver label and Driver is the one it is
-	// given (see join.go); the phase does not change.
+	// given, or no pool label and Pool is the one it is given (see
+	// join.go); the phase does not change.
 	Join bool
+	// Pool, when set, is the pool label (v1alpha1.LabelPool) the node is
+	// given.
+	Pool string
 
 	// The gpu-operator actuator's (see operator.go). Hold sets the GPU
 	// Operator's skip label on the node (v1alpha1.LabelOperatorUpgradeSkip

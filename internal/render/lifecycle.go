@@ -1,7 +1,12 @@
 package render
 
 import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/lifecycle"
 )
 
@@ -22,7 +27,7 @@ func lifecycleObjects(p clusterPlan) ([]object, error) {
 // driverRolloutOf builds the cluster's DriverRollout: the one builder of
 // both render and `gpufleet simulate` (see DriverRollout).
 func driverRolloutOf(p clusterPlan) *v1alpha1.DriverRollout {
-	dr := lifecycle.DriverRolloutFor(p.rollout.Name, p.policy, p.rollout.Driver, p.rollbackTo.Driver, map[string]string{LabelGPUPresent: "true"})
+	dr := lifecycle.DriverRolloutFor(p.rollout.Name, p.policy, p.rollout.Driver, p.rollbackTo.Driver, map[string]string{v1alpha1.LabelGPUPresent: "true"})
 	dr.Labels = releaseLabels(p, p.rollout.Name)
 	if p.approved {
 		// The in-cluster canary passes only when spec.approval names the
@@ -35,5 +40,58 @@ func driverRolloutOf(p clusterPlan) *v1alpha1.DriverRollout {
 	}
 	dr.Spec.Paused = p.paused
 	dr.Spec.Abort = p.abort
+	dr.Spec.Pools = rolloutPools(p.cluster)
 	return dr
+}
+
+// rolloutPools are the pools whose nodes the NVIDIADrivers tell apart by
+// the pool label (those that share a GPU product with another pool of the
+// cluster), each with what tells its nodes apart: the product and the MIG
+// layout (nvidia.com/mig.config, which a node's template or an admin sets
+// to ask mig-manager for it); a pool without MIG is the product's nodes
+// with none of the others' layouts. The controller gives a joining node
+// without a pool label the one pool that matches it. Pools of one product
+// that their layouts do not tell apart are left out: their nodes need the
+// pool label from whoever creates them.
+func rolloutPools(c *fleet.Cluster) []v1alpha1.PoolSpec {
+	var out []v1alpha1.PoolSpec
+	for _, pool := range c.Pools {
+		if !sharesProduct(c, pool) {
+			continue
+		}
+		layout := migLayout(pool)
+		var others []string
+		distinct := true
+		for _, o := range c.Pools {
+			if o == pool || o.Product != pool.Product {
+				continue
+			}
+			if migLayout(o) == layout {
+				distinct = false
+			}
+			if l := migLayout(o); l != "" {
+				others = append(others, l)
+			}
+		}
+		if !distinct {
+			continue
+		}
+		sel := metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelGFDProduct: pool.Product}}
+		if layout != "" {
+			sel.MatchLabels[v1alpha1.LabelMIGConfig] = layout
+		} else {
+			slices.Sort(others)
+			sel.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: v1alpha1.LabelMIGConfig, Operator: metav1.LabelSelectorOpNotIn, Values: others}}
+		}
+		out = append(out, v1alpha1.PoolSpec{Name: pool.Name, NodeSelector: sel})
+	}
+	return out
+}
+
+// migLayout is a pool's MIG layout, "" for none (all-disabled is none).
+func migLayout(p *fleet.Pool) string {
+	if p.MIG == "all-disabled" {
+		return ""
+	}
+	return p.MIG
 }

@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
 	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 // addJoiners adds to a random configuration nodes that come and go during
@@ -113,11 +118,35 @@ func joinBreaks() []struct {
 		return sim.Hooked{Config: sim.Config{Rollout: pt.Rollout("r").Canary(1).Approved().Build(), Nodes: pt.Nodes("gpu", 4), Start: monday, Profile: steady(),
 			Script: []sim.Event{{At: 5 * time.Minute, Do: func(w *sim.World) { w.Leave("gpu-00") }}}}}
 	}
+	// Two pools of one product told apart by the MIG layout; a node joins
+	// with the MIG pool's layout.
+	pooled := func() sim.Hooked {
+		const product, mig = "nvidia.com/gpu.product", "nvidia.com/mig.config"
+		ro := pt.Rollout("r").Build()
+		ro.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{product: "A100"}}
+		ro.Spec.Pools = []v1alpha1.PoolSpec{
+			{Name: "a100-mig", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{mig: "all-1g.10gb"}}},
+			{Name: "a100", NodeSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: mig, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"all-1g.10gb"}}}}},
+		}
+		nodes := []planner.Node{{Name: "gpu-00", Labels: map[string]string{product: "A100", v1alpha1.LabelDriver: pt.Previous, v1alpha1.LabelPool: "a100"}, Ready: true, DriverReady: true, DriverVersion: pt.Previous},
+			{Name: "new-0", Labels: map[string]string{}, Ready: true}}
+		return sim.Hooked{Config: sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Profile: steady(),
+			Script: []sim.Event{{At: time.Hour, Do: func(w *sim.World) { w.Join("new-0", map[string]string{product: "A100", mig: "all-1g.10gb"}, "") }}}}}
+	}
 	return []struct {
 		name string
 		cfg  func() sim.Hooked
 		brk  func(*sim.Hooked)
 	}{
+		{"puts a joiner in a pool that does not select it", pooled, plan(func(s planner.Snapshot, now time.Time) planner.Result {
+			r := planner.Plan(s, now)
+			for i := range r.Transitions {
+				if t := &r.Transitions[i]; t.Pool != "" {
+					t.Pool = "a100"
+				}
+			}
+			return r
+		})},
 		{"gives a new node the unproven driver", joiner, plan(func(s planner.Snapshot, now time.Time) planner.Result {
 			r := planner.Plan(s, now)
 			for i := range r.Transitions {
@@ -151,4 +180,76 @@ func joinBreaks() []struct {
 			return planner.Plan(s, now)
 		})},
 	}
+}
+
+// TestInvariantsPoolJoins: random rollouts over every node of a GPU product
+// whose two pools tell their nodes apart by the pool label (a MIG pool and
+// a plain one, as render writes spec.pools for pools that share a product),
+// with nodes joining without any gpufleet label, some with the MIG layout
+// label, some with a label matching both pools or neither, and nodes
+// leaving: every invariant holds, and a joiner gets the one pool whose
+// selector matches it, or none.
+func TestInvariantsPoolJoins(t *testing.T) {
+	const product, mig = "nvidia.com/gpu.product", "nvidia.com/mig.config"
+	n := seeds(t) / 4
+	pooled := 0
+	for seed := range uint64(n) {
+		r := rand.New(rand.NewPCG(seed, 29))
+		ro := randomPolicy(r, "p"+strconv.FormatUint(seed, 10)).Build()
+		ro.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{product: "A100"}}
+		ro.Spec.Pools = []v1alpha1.PoolSpec{
+			{Name: "a100-mig", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{product: "A100", mig: "all-1g.10gb"}}},
+			{Name: "a100", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{product: "A100"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: mig, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"all-1g.10gb"}}}}},
+		}
+		if r.IntN(3) == 0 {
+			// A third pool overlapping the MIG one: a node both select is
+			// nobody's to guess.
+			ro.Spec.Pools = append(ro.Spec.Pools, v1alpha1.PoolSpec{Name: "a100-any", NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{mig: "all-1g.10gb"}}})
+		}
+		var nodes []planner.Node
+		for i := range 3 + r.IntN(8) {
+			l := map[string]string{product: "A100", v1alpha1.LabelDriver: pt.Previous, v1alpha1.LabelPool: "a100"}
+			nodes = append(nodes, planner.Node{Name: fmt.Sprintf("gpu-%02d", i), Labels: l, Ready: true, DriverReady: true, DriverVersion: pt.Previous})
+		}
+		var script []sim.Event
+		for k := range 1 + r.IntN(4) {
+			name := fmt.Sprintf("new-%d", k)
+			nodes = append(nodes, planner.Node{Name: name, Labels: map[string]string{}, Ready: true})
+			l := map[string]string{product: "A100"}
+			switch r.IntN(3) {
+			case 0:
+				l[mig] = "all-1g.10gb"
+			case 1:
+				l[mig] = "all-disabled"
+			}
+			driver := ""
+			if r.IntN(4) == 0 {
+				driver = pt.Previous
+			}
+			script = append(script, sim.Event{At: time.Duration(r.IntN(48*60)) * time.Minute, Do: func(w *sim.World) { w.Join(name, l, driver) }})
+		}
+		cfg := sim.Hooked{Config: sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: steady(), Script: script, ApproveWhenAsked: true}}
+		check := simcheck.NewChecker()
+		cfg.Observe = func(s sim.Step) {
+			check.Step(s)
+			for _, tr := range s.Result.Transitions {
+				if tr.Pool != "" {
+					pooled++
+				}
+			}
+		}
+		res, err := sim.RunHooked(cfg)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		finalAll(check, res)
+		if v := check.Violations(); len(v) > 0 {
+			t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
+		}
+	}
+	if pooled == 0 {
+		t.Fatal("no joiner was given a pool: the test checks nothing")
+	}
+	t.Logf("%d runs; %d pool labels given", n, pooled)
 }

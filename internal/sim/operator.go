@@ -224,6 +224,9 @@ func (w *World) actuateOperator(r *simRollout, t planner.Transition) {
 	if t.KeepCordon && n.Unschedulable {
 		w.op.kept[i] = true
 	}
+	if t.Pool != "" {
+		w.setLabels(i, v1alpha1.LabelPool, t.Pool)
+	}
 	if t.Driver != "" {
 		w.setLabels(i, v1alpha1.LabelDriver, t.Driver)
 	}

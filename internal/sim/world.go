@@ -512,8 +512,14 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 	// The driver label is what the actuator writes; a node already running
 	// the version asked for (a drain that timed out: the label never
 	// changed) needs no reinstall.
-	if t.Driver != "" {
-		w.setDriverLabel(i, t.Driver)
+	// The labels the actuator writes: the driver (flipped, or set as the
+	// node settles or joins) and, on a join, the pool. Unchanged labels
+	// keep the map the node shares with its pool.
+	if t.Driver != "" && n.Labels[planner.LabelDriver] != t.Driver {
+		w.setLabels(i, planner.LabelDriver, t.Driver)
+	}
+	if t.Pool != "" && n.Labels[planner.LabelPool] != t.Pool {
+		w.setLabels(i, planner.LabelPool, t.Pool)
 	}
 	if t.Driver != "" && (t.Driver != n.DriverVersion || !n.DriverReady) {
 		w.flipDriver(i, t.Driver, t.Driver == r.ro.Spec.PreviousVersion)
@@ -521,21 +527,6 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 	if t.Quarantine {
 		w.SetLabel(t.Node, v1alpha1.LabelQuarantined, "true")
 	}
-}
-
-// setDriverLabel writes node i's driver label, copying its label map (the
-// nodes of a pool share one until a write).
-func (w *World) setDriverLabel(i int, version string) {
-	n := &w.nodes[i]
-	if v, ok := n.Labels[planner.LabelDriver]; ok && v == version {
-		return
-	}
-	labels := maps.Clone(n.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[planner.LabelDriver] = version
-	n.Labels = labels
 }
 
 // flipDriver models the driver label changing: the old driver pod leaves,

@@ -125,6 +125,28 @@ func (b *RolloutBuilder) Versions(target, previous string) *RolloutBuilder {
 	return b
 }
 
+// Selector replaces the rollout's node selector by the labels kv (key,
+// value, ...).
+func (b *RolloutBuilder) Selector(kv ...string) *RolloutBuilder {
+	sel := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		sel[kv[i]] = kv[i+1]
+	}
+	b.r.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: sel}
+	return b
+}
+
+// Pool adds a pool to the spec whose selector matches the labels kv
+// (key, value, ...).
+func (b *RolloutBuilder) Pool(name string, kv ...string) *RolloutBuilder {
+	sel := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		sel[kv[i]] = kv[i+1]
+	}
+	b.r.Spec.Pools = append(b.r.Spec.Pools, v1alpha1.PoolSpec{Name: name, NodeSelector: metav1.LabelSelector{MatchLabels: sel}})
+	return b
+}
+
 // Actuator sets who moves the nodes.
 func (b *RolloutBuilder) Actuator(a v1alpha1.Actuator) *RolloutBuilder {
 	b.r.Spec.Actuator = a

@@ -247,6 +247,9 @@ func (c *Checker) Step(s sim.Step) {
 		if !selected[t.Node] {
 			c.fail(s, "%s moved but the selector does not pick it", t.Node)
 		}
+		if t.Pool != "" {
+			c.poolRule(s, t)
+		}
 		if t.Reason == "" {
 			c.fail(s, "%s moved %s → %s without a reason", t.Node, t.From, t.To)
 		}
@@ -344,9 +347,9 @@ func (c *Checker) Step(s sim.Step) {
 // no canary; no abort; the budget not spent).
 func (c *Checker) joinRules(s sim.Step, t planner.Transition, prior view) {
 	spec := &s.Rollout.Spec
-	if t.From != v1alpha1.NodePending || t.To != v1alpha1.NodePending || t.Driver == "" ||
+	if t.From != v1alpha1.NodePending || t.To != v1alpha1.NodePending || (t.Driver == "" && t.Pool == "") ||
 		t.Cordon || t.Uncordon || t.Failure || t.Quarantine || t.Release {
-		c.fail(s, "%s joined with a move that is not a label write: %s → %s driver=%q", t.Node, t.From, t.To, t.Driver)
+		c.fail(s, "%s joined with a move that is not a label write: %s → %s driver=%q pool=%q", t.Node, t.From, t.To, t.Driver, t.Pool)
 		return
 	}
 	var b *planner.Node
@@ -358,8 +361,11 @@ func (c *Checker) joinRules(s sim.Step, t planner.Transition, prior view) {
 	if b == nil {
 		return
 	}
-	if _, ok := b.Labels[v1alpha1.LabelDriver]; ok {
+	if _, ok := b.Labels[v1alpha1.LabelDriver]; ok && t.Driver != "" {
 		c.fail(s, "%s joined but already carried driver label %q", t.Node, b.Labels[v1alpha1.LabelDriver])
+	}
+	if t.Driver == "" {
+		return // a pool label alone: poolRule judges it
 	}
 	if b.Labels[v1alpha1.LabelQuarantined] == "true" {
 		c.fail(s, "%s joined while quarantined", t.Node)
@@ -385,6 +391,34 @@ func (c *Checker) joinRules(s sim.Step, t planner.Transition, prior view) {
 	if !proven || spec.Abort || prior.failures > planner.SettingsFor(spec, len(prior.selected)).FailureBudget {
 		c.fail(s, "%s joined with no driver and was given the target %s before it was proven (canary %d of %d done, approval %q, abort=%t, %d failures)",
 			t.Node, t.Driver, prior.canaryDone, prior.canaryN, spec.Approval, spec.Abort, prior.failures)
+	}
+}
+
+// poolRule checks a pool label a transition gives: the node had none, and
+// exactly one of the spec's pools selects it, the one named.
+func (c *Checker) poolRule(s sim.Step, t planner.Transition) {
+	var b *planner.Node
+	for i := range s.Before {
+		if s.Before[i].Name == t.Node {
+			b = &s.Before[i]
+		}
+	}
+	if b == nil {
+		return
+	}
+	if v, ok := b.Labels[v1alpha1.LabelPool]; ok {
+		c.fail(s, "%s given pool %s but it was in pool %q", t.Node, t.Pool, v)
+		return
+	}
+	var matched []string
+	for i := range s.Rollout.Spec.Pools {
+		p := &s.Rollout.Spec.Pools[i]
+		if sel, err := metav1.LabelSelectorAsSelector(&p.NodeSelector); err == nil && sel.Matches(labels.Set(b.Labels)) {
+			matched = append(matched, p.Name)
+		}
+	}
+	if len(matched) != 1 || matched[0] != t.Pool {
+		c.fail(s, "%s given pool %s, but the spec's pools that select it are %v", t.Node, t.Pool, matched)
 	}
 }
 
