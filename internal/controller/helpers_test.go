@@ -17,16 +17,9 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 var t0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-
-func TestLabelDriverMatchesRender(t *testing.T) {
-	if v1alpha1.LabelDriver != render.LabelDriver {
-		t.Fatalf("LabelDriver = %q, render.LabelDriver = %q", v1alpha1.LabelDriver, render.LabelDriver)
-	}
-}
 
 func rollout(name string) *v1alpha1.DriverRollout {
 	return &v1alpha1.DriverRollout{

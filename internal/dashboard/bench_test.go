@@ -92,7 +92,7 @@ func BenchmarkDashboard200x100(b *testing.B) {
 	phases := []v1alpha1.NodePhase{v1alpha1.NodeDone, v1alpha1.NodeSoaking, v1alpha1.NodeInstalling, v1alpha1.NodePending}
 	for i := range benchNodes {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gpu-%03d", i), Annotations: map[string]string{},
-			Labels: map[string]string{render.LabelGPUProduct: benchProduct, v1alpha1.LabelDriver: "580.95.05", v1alpha1.LabelGFDDriverFull: "570.172.08"}}}
+			Labels: map[string]string{v1alpha1.LabelGFDProduct: benchProduct, v1alpha1.LabelDriver: "580.95.05", v1alpha1.LabelGFDDriverFull: "570.172.08"}}}
 		v1alpha1.NodeState{Rollout: rollout, Phase: phases[i%len(phases)], Since: time.Now()}.Encode(n.Labels, n.Annotations)
 		if err := c.Create(ctx, n); err != nil {
 			b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/lint"
 	"github.com/gpufleet/gpufleet/internal/render"
@@ -263,9 +264,9 @@ func (w *walker) declaredStartup(name string, k *unstructured.Unstructured) (tim
 			}
 		}
 	}
-	if v := k.GetAnnotations()[render.AnnotationStartup]; v != "" {
+	if v := k.GetAnnotations()[v1alpha1.AnnotationStartup]; v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
-			return d, "its " + render.AnnotationStartup + " annotation"
+			return d, "its " + v1alpha1.AnnotationStartup + " annotation"
 		}
 	}
 	return 0, ""

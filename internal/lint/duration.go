@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // fluxDurationPattern is what Flux's CRDs accept for a duration
@@ -32,9 +34,9 @@ func checkDurations(d *doc) []Finding {
 	}
 	if d.isFluxKustomization() || d.kind == "HelmRelease" {
 		// The gpufleet.io/startup annotation is a duration too.
-		if v := scalar(d.node, "metadata", "annotations", AnnotationStartup); v != "" {
+		if v := scalar(d.node, "metadata", "annotations", v1alpha1.AnnotationStartup); v != "" {
 			if _, err := fluxDuration(v); err != nil {
-				return append(specDurations(d), durationFinding(d, keyLine(d.node, "metadata", "annotations", AnnotationStartup), AnnotationStartup, err))
+				return append(specDurations(d), durationFinding(d, keyLine(d.node, "metadata", "annotations", v1alpha1.AnnotationStartup), v1alpha1.AnnotationStartup, err))
 			}
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // Options tune the checks.
@@ -16,10 +18,6 @@ type Options struct {
 	// ApplyTime is the time one apply takes, for the drift-repair table.
 	ApplyTime time.Duration
 }
-
-// AnnotationStartup declares how long what a Kustomization deploys takes to
-// become healthy, when no startup probe says it.
-const AnnotationStartup = "gpufleet.io/startup"
 
 // Run lints the repository at root.
 
@@ -111,8 +109,8 @@ func fluxKustomizations(r *repo) []*kustomization {
 				k.dependsOn = append(k.dependsOn, k.scope+cmpOr(scalar(dep, "namespace"), k.ns)+"/"+scalar(dep, "name"))
 			}
 		}
-		k.startup = scalar(d.node, "metadata", "annotations", AnnotationStartup)
-		k.startupFrom = "its " + AnnotationStartup + " annotation"
+		k.startup = scalar(d.node, "metadata", "annotations", v1alpha1.AnnotationStartup)
+		k.startupFrom = "its " + v1alpha1.AnnotationStartup + " annotation"
 		ks = append(ks, k)
 	}
 	return ks

@@ -11,7 +11,6 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
@@ -149,13 +148,13 @@ func (o Options) rehearse(cluster, release string) (Rehearsal, error) {
 // those GPU Feature Discovery sets and the pool label render selects by.
 // A nil pool is a node of Options.Nodes: the cluster's first pool's product.
 func gpuNodeLabels(c *fleet.Cluster, pool *fleet.Pool) map[string]string {
-	l := map[string]string{render.LabelGPUPresent: "true"}
+	l := map[string]string{v1alpha1.LabelGPUPresent: "true"}
 	if pool == nil && len(c.Pools) > 0 {
 		pool = c.Pools[0]
 	}
 	if pool != nil {
-		l[render.LabelGPUProduct] = pool.Product
-		l[render.LabelPool] = pool.Name
+		l[v1alpha1.LabelGFDProduct] = pool.Product
+		l[v1alpha1.LabelPool] = pool.Name
 	}
 	return l
 }

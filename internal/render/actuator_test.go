@@ -70,8 +70,8 @@ func TestOperatorActuatorRender(t *testing.T) {
 			if spec["version"] != "580.95.05" {
 				t.Errorf("version %v, want the rolling release's 580.95.05 in place", spec["version"])
 			}
-			if sel := spec["nodeSelector"].(map[string]any); sel[LabelDriver] != nil {
-				t.Errorf("nodeSelector %v selects on %s: no label flip on this path", sel, LabelDriver)
+			if sel := spec["nodeSelector"].(map[string]any); sel[v1alpha1.LabelDriver] != nil {
+				t.Errorf("nodeSelector %v selects on %s: no label flip on this path", sel, v1alpha1.LabelDriver)
 			}
 			if tol, _ := spec["tolerations"].([]any); len(tol) != 1 || tol[0].(map[string]any)["key"] != v1alpha1.TaintQuarantined {
 				t.Errorf("tolerations %v, want the quarantine taint's (or one quarantined node wedges the operator)", spec["tolerations"])

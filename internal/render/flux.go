@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/lint"
 )
@@ -153,8 +154,8 @@ func fluxKustomizations(p clusterPlan) []object {
 // changes, and a pull request shows just those.
 func baseLabels(p clusterPlan) map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/managed-by": "gpufleet",
-		"gpufleet.io/cluster":          p.cluster.Name,
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedByGPUFleet,
+		"gpufleet.io/cluster":   p.cluster.Name,
 	}
 }
 

@@ -13,21 +13,6 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
-// Node labels gpufleet owns or reads.
-const (
-	// LabelDriver is the driver version a node should run. Each NVIDIADriver
-	// selects the nodes with its version, so flipping this label moves a
-	// node from one driver DaemonSet to another.
-	LabelDriver = v1alpha1.LabelDriver
-	// LabelPool names a node's GPU pool; it is only needed in the selector
-	// when two pools of a cluster have the same GPU product.
-	LabelPool = v1alpha1.LabelPool
-	// LabelGPUProduct is GPU Feature Discovery's product label.
-	LabelGPUProduct = "nvidia.com/gpu.product"
-	// LabelGPUPresent marks every GPU node (the operator's NFD rules set it).
-	LabelGPUPresent = "nvidia.com/gpu.present"
-)
-
 // GPUOperatorValues are the GPU Operator chart values gpufleet installs a
 // release with: driver management goes to NVIDIADriver objects (one per
 // pool and driver version, rendered in the config step) and the operator's
@@ -223,19 +208,21 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[stri
 	}
 	driver := rel.Driver
 	selector := map[string]any{
-		LabelGPUProduct: pool.Product,
-		LabelDriver:     driver,
+		v1alpha1.LabelGFDProduct: pool.Product,
+		v1alpha1.LabelDriver:     driver,
 	}
 	name := NVIDIADriverName(pool.Name, driver)
 	var tolerations []any
 	if operatorActuated(p) {
 		// One NVIDIADriver per pool, changed in place: no label flip.
-		delete(selector, LabelDriver)
+		delete(selector, v1alpha1.LabelDriver)
 		name = OperatorNVIDIADriverName(pool.Name)
 		tolerations = operatorTolerations()
 	}
+	// The product tells a pool's nodes apart unless two pools of the
+	// cluster share it: then the pool label does.
 	if sharesProduct(p.cluster, pool) {
-		selector[LabelPool] = pool.Name
+		selector[v1alpha1.LabelPool] = pool.Name
 	}
 	spec := map[string]any{
 		"driverType":   "gpu",
@@ -265,8 +252,8 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[stri
 		meta["annotations"] = map[string]any{"gpufleet.io/mig-config": pool.MIG}
 	}
 	return map[string]any{
-		"apiVersion": "nvidia.com/v1alpha1",
-		"kind":       "NVIDIADriver",
+		"apiVersion": v1alpha1.NVIDIADriverAPIVersion,
+		"kind":       v1alpha1.KindNVIDIADriver,
 		"metadata":   meta,
 		"spec":       spec,
 	}, nil

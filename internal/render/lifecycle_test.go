@@ -42,7 +42,7 @@ func TestOneDriverRolloutPerCluster(t *testing.T) {
 	if len(perCluster) == 0 {
 		t.Fatal("no DriverRollout rendered")
 	}
-	gpuNode := labels.Set{LabelGPUPresent: "true"}
+	gpuNode := labels.Set{v1alpha1.LabelGPUPresent: "true"}
 	for cluster, ros := range perCluster {
 		if len(ros) != 1 {
 			t.Errorf("cluster %s: %d DriverRollouts, want one: two would select the same nodes", cluster, len(ros))

@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/sharedtest"
@@ -84,8 +85,8 @@ func TestPrecompiledNVIDIADriverEveryCRDVersion(t *testing.T) {
 				t.Errorf("spec.usePrecompiled = %v, spec.version = %#v; want true and \"570\"", spec["usePrecompiled"], spec["version"])
 			}
 			sel, _ := spec["nodeSelector"].(map[string]any)
-			if sel[LabelDriver] != "570" {
-				t.Errorf("nodeSelector[%s] = %#v, want \"570\"", LabelDriver, sel[LabelDriver])
+			if sel[v1alpha1.LabelDriver] != "570" {
+				t.Errorf("nodeSelector[%s] = %#v, want \"570\"", v1alpha1.LabelDriver, sel[v1alpha1.LabelDriver])
 			}
 			for _, dropped := range []bool{false, true} {
 				for _, p := range crdSet(t, crdPath, dropped).Validate(t.Context(), objs[0]) {

@@ -16,6 +16,7 @@ import (
 	kusttypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/lint"
 )
@@ -86,10 +87,10 @@ func renderStack(f *fleet.Fleet, files map[string][]byte) error {
 
 func serviceLabels(svc *fleet.Service) map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/name":       svc.Name,
-		"app.kubernetes.io/part-of":    "llm-serving",
-		"app.kubernetes.io/managed-by": "gpufleet",
-		"gpufleet.io/layer":            svc.Layer,
+		"app.kubernetes.io/name":    svc.Name,
+		"app.kubernetes.io/part-of": "llm-serving",
+		v1alpha1.LabelManagedBy:     v1alpha1.ManagedByGPUFleet,
+		"gpufleet.io/layer":         svc.Layer,
 	}
 }
 
@@ -236,7 +237,7 @@ func overlayPatch(svc *fleet.Service, set *fleet.ServiceSetting) (string, error)
 		pod["containers"] = []any{container}
 	}
 	if set.GPUProduct != "" {
-		pod["nodeSelector"] = map[string]any{LabelGPUProduct: set.GPUProduct}
+		pod["nodeSelector"] = map[string]any{v1alpha1.LabelGFDProduct: set.GPUProduct}
 	}
 	if set.UsesGPU() {
 		// GPU nodes are usually tainted so that only GPU work lands there.

@@ -9,6 +9,8 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // Intervals of the stack's Flux Kustomizations. Drift in an app hurts users
@@ -83,14 +85,10 @@ func stackKustomizations(p clusterPlan) []object {
 		}
 		k := add(AppKustomization(name), AppsOverlay(env, name), appInterval, fluxTimeout(svc.StartupDuration), len(svc.Secrets) > 0, deps...)
 		// `gpufleet lint` compares the timeout with what the service declares.
-		k.Annotations = map[string]string{AnnotationStartup: svc.StartupDuration.String()}
+		k.Annotations = map[string]string{v1alpha1.AnnotationStartup: svc.StartupDuration.String()}
 	}
 	return objs
 }
-
-// AnnotationStartup carries a service's declared start-up time on its Flux
-// Kustomization (the same key `gpufleet lint` reads).
-const AnnotationStartup = "gpufleet.io/startup"
 
 // AppKustomization names the Flux Kustomization of a service.
 func AppKustomization(service string) string { return "app-" + service }

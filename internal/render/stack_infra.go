@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -36,7 +37,7 @@ func controllerObjects(s *fleet.Stack) []object {
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
 		objs = append(objs, object{file: "namespace-" + ns + ".yaml", obj: &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "gpufleet"}},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByGPUFleet}},
 		}})
 	}
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
