@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -33,7 +33,7 @@ func TestRunAgainstTestbed(t *testing.T) {
 	c := tb.Cluster("lab").Client
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		nodes := &corev1.NodeList{}
-		if err := c.List(ctx, nodes, client.MatchingLabels{nodesim.LabelPool: "h100"}); err != nil {
+		if err := c.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelPool: "h100"}); err != nil {
 			return false, nil
 		}
 		// The pool line is printed once AddPool has finished with every node.

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 )
 
 // poll is how often the waits look.
@@ -106,8 +105,8 @@ func (w *World) Drivers(ctx context.Context, cluster string) (map[string]string,
 	}
 	out := map[string]string{}
 	for _, n := range nodes.Items {
-		if n.Labels[nodesim.LabelGPUPresent] == "true" {
-			out[n.Name] = n.Labels[nodesim.LabelDriverFull]
+		if n.Labels[v1alpha1.LabelGPUPresent] == "true" {
+			out[n.Name] = n.Labels[v1alpha1.LabelGFDDriverFull]
 		}
 	}
 	return out, nil

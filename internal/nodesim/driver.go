@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // DriverDaemonSet is the name of the DaemonSet that owns the simulated
@@ -38,7 +40,7 @@ func (s *Sim) ensureDriverDaemonSet(ctx context.Context) error {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{LabelGPUPresent: "true"},
+					NodeSelector: map[string]string{v1alpha1.LabelGPUPresent: "true"},
 					Containers:   []corev1.Container{{Name: driverContainer, Image: "nvidia/driver"}},
 				},
 			},
@@ -69,9 +71,9 @@ func (s *Sim) createDriverPod(ctx context.Context, node, version string, now tim
 			Name:      driverPodName(node, version),
 			Namespace: s.opts.DriverNamespace,
 			Labels: map[string]string{
-				LabelDriverPodApp:             DriverPodApp,
-				"app.kubernetes.io/component": "nvidia-driver",
-				LabelDriverPodVersion:         version,
+				LabelDriverPodApp:       DriverPodApp,
+				v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver,
+				LabelDriverPodVersion:   version,
 			},
 			Annotations: map[string]string{AnnotationInstallStarted: now.UTC().Format(time.RFC3339Nano)},
 			OwnerReferences: []metav1.OwnerReference{{
@@ -118,7 +120,7 @@ func (s *Sim) syncDriver(ctx context.Context, n *corev1.Node, bound []*corev1.Po
 		})
 		uids[p.Name] = p.UID
 	}
-	want := n.Labels[LabelDriver]
+	want := n.Labels[v1alpha1.LabelDriver]
 	plan := planDriver(want, pods, now, s.opts.InstallTime, s.isBad)
 	for _, name := range plan.remove {
 		s.opts.Logf("nodesim: node %s: removing driver pod %s (%s)", node, name, plan.reason)

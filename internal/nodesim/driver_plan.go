@@ -1,6 +1,10 @@
 package nodesim
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
 
 // driverPod is what the driver planner needs to know of one driver pod.
 type driverPod struct {
@@ -41,7 +45,7 @@ func planDriver(want string, pods []driverPod, now time.Time, install time.Durat
 	}
 	switch {
 	case want == "":
-		p.reason = "node has no " + LabelDriver + " label: nothing to install"
+		p.reason = "node has no " + v1alpha1.LabelDriver + " label: nothing to install"
 	case current == nil:
 		p.create = true
 		p.reason = "driver " + want + " wanted and no pod installs it: start installing"

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // With [Options.Kwok], kwok is the kubelet of the simulated nodes and the
@@ -56,17 +58,13 @@ const (
 // here so that nodesim does not depend on the testbed).
 const kwokLabel = "kwok.x-k8s.io/node"
 
-// DriverComponent is the app.kubernetes.io/component label value of the
-// GPU Operator's driver pods.
-const DriverComponent = "nvidia-driver"
-
 // kwokNodeLabels are the labels of a node of pool p registering with
 // driver v installed: NFD's and GFD's, and gpufleet's. Unlike the
 // stand-alone mode there is no nvidia.com/gpu.present: the real operator
 // sets it (and its nvidia.com/gpu.deploy.* labels) from NFD's PCI label.
 func kwokNodeLabels(p Pool, node, v string) map[string]string {
 	l := nodeLabels(p, node, v)
-	delete(l, LabelGPUPresent)
+	delete(l, v1alpha1.LabelGPUPresent)
 	l[LabelNFDNvidiaPCI] = "true"
 	l[LabelNFDOSID] = simOSID
 	l[LabelNFDOSVersion] = simOSVersion
@@ -80,7 +78,7 @@ func kwokNodeLabels(p Pool, node, v string) map[string]string {
 func (s *Sim) syncKwok(ctx context.Context) error {
 	now := s.opts.Clock.Now()
 	byName, podsOn, err := s.snapshot(ctx, client.InNamespace(s.opts.DriverNamespace),
-		client.MatchingLabels{"app.kubernetes.io/component": DriverComponent})
+		client.MatchingLabels{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
 	if err != nil {
 		return err
 	}
@@ -155,7 +153,7 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 	if version == "" {
 		return nil
 	}
-	loaded := n.Labels[LabelDriverFull]
+	loaded := n.Labels[v1alpha1.LabelGFDDriverFull]
 	switch {
 	case podReady(p):
 		if loaded != version {

@@ -9,35 +9,18 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
-// Labels the simulator reads and writes.
+// The labels and annotations of the simulator's own. Every node label it
+// reads and writes as GPU Feature Discovery, the GPU Operator and gpufleet
+// would is api/v1alpha1's.
 const (
-	// LabelDriver is the driver version gpufleet wants on the node; the
-	// simulator installs whatever it names.
-	LabelDriver = v1alpha1.LabelDriver
-	// LabelPool is the node's GPU pool.
-	LabelPool = v1alpha1.LabelPool
-
-	// GPU Feature Discovery's labels.
-	LabelGPUProduct     = "nvidia.com/gpu.product"
-	LabelGPUCount       = "nvidia.com/gpu.count"
-	LabelGPUMemory      = "nvidia.com/gpu.memory"
-	LabelGPUFamily      = "nvidia.com/gpu.family"
-	LabelGPUPresent     = "nvidia.com/gpu.present"
-	LabelMIGCapable     = "nvidia.com/mig.capable"
-	LabelMIGConfig      = "nvidia.com/mig.config"
-	LabelMIGConfigState = "nvidia.com/mig.config.state"
-	LabelDriverMajor    = v1alpha1.LabelGFDDriverMajor
-	LabelDriverMinor    = v1alpha1.LabelGFDDriverMinor
-	LabelDriverRevision = v1alpha1.LabelGFDDriverRevision
-	LabelDriverFull     = v1alpha1.LabelGFDDriverFull
-
 	// LabelDriverPodApp is the app label of the GPU Operator's driver pods.
 	LabelDriverPodApp = "app"
 	// DriverPodApp is its value.
 	DriverPodApp = "nvidia-driver-daemonset"
 	// LabelDriverPodVersion says which driver version a simulated driver pod
 	// installs. Real driver pods carry no such label; code that must also
-	// work on real clusters reads LabelDriverFull on the node instead.
+	// work on real clusters reads v1alpha1.LabelGFDDriverFull on the node
+	// instead.
 	LabelDriverPodVersion = "nodesim.gpufleet.io/driver-version"
 	// AnnotationInstallStarted records, on a driver pod, when its install
 	// began (RFC 3339, from the simulator's clock).
@@ -64,10 +47,10 @@ func driverVersionLabels(v string) map[string]string {
 		parts = append(parts, "")
 	}
 	return map[string]string{
-		LabelDriverMajor:    parts[0],
-		LabelDriverMinor:    parts[1],
-		LabelDriverRevision: parts[2],
-		LabelDriverFull:     v,
+		v1alpha1.LabelGFDDriverMajor:    parts[0],
+		v1alpha1.LabelGFDDriverMinor:    parts[1],
+		v1alpha1.LabelGFDDriverRevision: parts[2],
+		v1alpha1.LabelGFDDriverFull:     v,
 	}
 }
 
@@ -98,26 +81,26 @@ var knownGPUs = map[string]gpuSpec{
 // carry no gpufleet label.
 func nodeLabels(p Pool, node, v string) map[string]string {
 	l := map[string]string{
-		"kubernetes.io/hostname": node,
-		"kubernetes.io/os":       "linux",
-		"kubernetes.io/arch":     "amd64",
-		LabelPool:                p.Name,
-		LabelDriver:              v,
-		LabelGPUPresent:          "true",
-		LabelGPUProduct:          p.Product,
-		LabelGPUCount:            strconv.Itoa(p.GPUCount),
-		LabelGPUMemory:           strconv.Itoa(p.MemoryMiB),
-		LabelGPUFamily:           p.Family,
-		LabelMIGCapable:          strconv.FormatBool(p.migCapable()),
-		LabelMIGConfig:           p.MIGConfig,
-		LabelMIGConfigState:      "success",
+		"kubernetes.io/hostname":     node,
+		"kubernetes.io/os":           "linux",
+		"kubernetes.io/arch":         "amd64",
+		v1alpha1.LabelPool:           p.Name,
+		v1alpha1.LabelDriver:         v,
+		v1alpha1.LabelGPUPresent:     "true",
+		v1alpha1.LabelGFDProduct:     p.Product,
+		v1alpha1.LabelGFDCount:       strconv.Itoa(p.GPUCount),
+		v1alpha1.LabelGFDMemory:      strconv.Itoa(p.MemoryMiB),
+		v1alpha1.LabelGFDFamily:      p.Family,
+		v1alpha1.LabelGFDMIGCapable:  strconv.FormatBool(p.migCapable()),
+		v1alpha1.LabelMIGConfig:      p.MIGConfig,
+		v1alpha1.LabelMIGConfigState: "success",
 	}
 	if p.Provisioned {
-		delete(l, LabelPool)
-		delete(l, LabelDriver)
+		delete(l, v1alpha1.LabelPool)
+		delete(l, v1alpha1.LabelDriver)
 	}
 	if v == "" {
-		delete(l, LabelDriver)
+		delete(l, v1alpha1.LabelDriver)
 		return l
 	}
 	for k, val := range driverVersionLabels(v) {

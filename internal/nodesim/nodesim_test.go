@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
@@ -62,17 +63,17 @@ func TestNodeSim(t *testing.T) {
 			return p != nil && podReady(p), err
 		})
 		start := time.Now()
-		setLabel(t, c, node, nodesim.LabelDriver, newDriver)
+		setLabel(t, c, node, v1alpha1.LabelDriver, newDriver)
 		waitFor(t, "new driver reported", func(ctx context.Context) (bool, error) {
 			n := getNode(t, c, node)
-			return n.Labels[nodesim.LabelDriverFull] == newDriver, nil
+			return n.Labels[v1alpha1.LabelGFDDriverFull] == newDriver, nil
 		})
 		if took := time.Since(start); took < time.Second {
 			t.Errorf("new driver reported after %s, before the 1s install time", took)
 		}
 		n := getNode(t, c, node)
 		for k, want := range map[string]string{
-			nodesim.LabelDriverMajor: "580", nodesim.LabelDriverMinor: "95", nodesim.LabelDriverRevision: "05",
+			v1alpha1.LabelGFDDriverMajor: "580", v1alpha1.LabelGFDDriverMinor: "95", v1alpha1.LabelGFDDriverRevision: "05",
 		} {
 			if n.Labels[k] != want {
 				t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
@@ -89,7 +90,7 @@ func TestNodeSim(t *testing.T) {
 
 	t.Run("bad driver never becomes Ready", func(t *testing.T) {
 		node := addPool(t, "bad")
-		setLabel(t, c, node, nodesim.LabelDriver, badDriver)
+		setLabel(t, c, node, v1alpha1.LabelDriver, badDriver)
 		waitFor(t, "bad driver pod crash looping", func(ctx context.Context) (bool, error) {
 			p, err := driverPod(ctx, c, node, badDriver)
 			if p == nil || err != nil {
@@ -107,8 +108,8 @@ func TestNodeSim(t *testing.T) {
 		if err != nil || p == nil || podReady(p) {
 			t.Errorf("bad driver pod = %v, %v; want it present and not Ready", p, err)
 		}
-		if got := getNode(t, c, node).Labels[nodesim.LabelDriverFull]; got != oldDriver {
-			t.Errorf("%s = %q after a failed install, want the old %q", nodesim.LabelDriverFull, got, oldDriver)
+		if got := getNode(t, c, node).Labels[v1alpha1.LabelGFDDriverFull]; got != oldDriver {
+			t.Errorf("%s = %q after a failed install, want the old %q", v1alpha1.LabelGFDDriverFull, got, oldDriver)
 		}
 	})
 

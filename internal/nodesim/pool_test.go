@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 func TestParsePool(t *testing.T) {
@@ -75,19 +77,19 @@ func TestProvisionedPool(t *testing.T) {
 		t.Error("a pool without a driver that is not provisioned was accepted")
 	}
 	fresh := kwokNodeLabels(p.withDefaults(), "h100-0", "")
-	for _, k := range []string{LabelDriver, LabelPool, LabelDriverFull, LabelDriverMajor} {
+	for _, k := range []string{v1alpha1.LabelDriver, v1alpha1.LabelPool, v1alpha1.LabelGFDDriverFull, v1alpha1.LabelGFDDriverMajor} {
 		if _, ok := fresh[k]; ok {
 			t.Errorf("a new node carries %s=%q", k, fresh[k])
 		}
 	}
-	if fresh[LabelGPUProduct] != p.Product || fresh[LabelNFDNvidiaPCI] != "true" {
+	if fresh[v1alpha1.LabelGFDProduct] != p.Product || fresh[LabelNFDNvidiaPCI] != "true" {
 		t.Errorf("a new node lacks the product or NFD's PCI label: %v", fresh)
 	}
 	adopted := kwokNodeLabels(p.withDefaults(), "h100-0", "570.172.08")
-	if adopted[LabelDriverFull] != "570.172.08" {
+	if adopted[v1alpha1.LabelGFDDriverFull] != "570.172.08" {
 		t.Errorf("a node running a driver does not report it: %v", adopted)
 	}
-	for _, k := range []string{LabelDriver, LabelPool} {
+	for _, k := range []string{v1alpha1.LabelDriver, v1alpha1.LabelPool} {
 		if _, ok := adopted[k]; ok {
 			t.Errorf("an adopted node carries %s", k)
 		}

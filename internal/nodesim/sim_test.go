@@ -10,6 +10,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // TestSyncDriverFlipWithFakeClock walks a driver upgrade and a failed one
@@ -50,7 +52,7 @@ func TestSyncDriverFlipWithFakeClock(t *testing.T) {
 			}
 			pods[p.Labels[LabelDriverPodVersion]] = state
 		}
-		return n.Labels[LabelDriverFull], pods
+		return n.Labels[v1alpha1.LabelGFDDriverFull], pods
 	}
 	check := func(step, node, wantFull string, wantPods map[string]string) {
 		t.Helper()
@@ -69,8 +71,8 @@ func TestSyncDriverFlipWithFakeClock(t *testing.T) {
 	}
 
 	check("created", nodes[0], "570.172.08", map[string]string{"570.172.08": "ready"})
-	setNodeLabel(t, c, nodes[0], LabelDriver, "580.95.05")
-	setNodeLabel(t, c, nodes[1], LabelDriver, "590.1.1")
+	setNodeLabel(t, c, nodes[0], v1alpha1.LabelDriver, "580.95.05")
+	setNodeLabel(t, c, nodes[1], v1alpha1.LabelDriver, "590.1.1")
 	sync := func() {
 		t.Helper()
 		if err := sim.Sync(ctx); err != nil {

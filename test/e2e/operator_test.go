@@ -78,7 +78,7 @@ func (r *recorder) sample(ctx context.Context) {
 	drivers.SetKind("NVIDIADriverList")
 	var pods corev1.PodList
 	if r.c.List(ctx, &nodes) != nil || r.c.List(ctx, &pods, client.InNamespace("gpu-operator"),
-		client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}) != nil {
+		client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}) != nil {
 		r.mu.Lock()
 		r.errs++
 		r.mu.Unlock()
@@ -90,7 +90,7 @@ func (r *recorder) sample(ctx context.Context) {
 	r.samples++
 	unavailable := 0
 	for _, n := range nodes.Items {
-		if _, gpu := n.Labels[nodesim.LabelGPUProduct]; !gpu {
+		if _, gpu := n.Labels[v1alpha1.LabelGFDProduct]; !gpu {
 			continue
 		}
 		phase := n.Labels[v1alpha1.LabelPhase]
@@ -184,7 +184,7 @@ func (w *world) driverDaemonSets(cluster string) map[string]string {
 	w.t.Helper()
 	var dss appsv1.DaemonSetList
 	if err := w.client(cluster).List(context.Background(), &dss, client.InNamespace("gpu-operator"),
-		client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}); err != nil {
+		client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
 		w.t.Fatal(err)
 	}
 	out := map[string]string{}
@@ -245,7 +245,7 @@ func (w *world) checkDriverPlacement(cluster string) {
 		}
 	}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": nodesim.DriverComponent}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
 		w.t.Fatal(err)
 	}
 	perNode := map[string]int{}
@@ -267,8 +267,8 @@ func (w *world) checkDriverPlacement(cluster string) {
 			w.t.Errorf("%s: driver pod %s (DaemonSet %s of NVIDIADriver %q) runs on %s, which that NVIDIADriver does not select",
 				cluster, p.Name, ds, dss[ds], n.Name)
 		}
-		if v := nodesim.DriverPodVersion(&p); v != n.Labels[nodesim.LabelDriverFull] || !podReady(&p) {
-			w.t.Errorf("%s: driver pod %s on %s: version %s ready %t, GFD reports %s", cluster, p.Name, n.Name, v, podReady(&p), n.Labels[nodesim.LabelDriverFull])
+		if v := nodesim.DriverPodVersion(&p); v != n.Labels[v1alpha1.LabelGFDDriverFull] || !podReady(&p) {
+			w.t.Errorf("%s: driver pod %s on %s: version %s ready %t, GFD reports %s", cluster, p.Name, n.Name, v, podReady(&p), n.Labels[v1alpha1.LabelGFDDriverFull])
 		}
 		perNode[n.Name]++
 	}
@@ -374,7 +374,7 @@ func createWorkload(ctx context.Context, c client.Client) error {
 					testbed.PodReadyAfterAnnotation: workloadStartup.String(),
 				}},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{nodesim.LabelGPUProduct: product},
+					NodeSelector: map[string]string{v1alpha1.LabelGFDProduct: product},
 					Containers: []corev1.Container{{
 						Name: "worker", Image: "trainer:1",
 						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{nodesim.ResourceGPU: resource.MustParse("1")}},

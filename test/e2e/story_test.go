@@ -24,7 +24,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/cli"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
@@ -474,8 +473,8 @@ func TestFleetStory(t *testing.T) {
 		if err := w.client(stg).Get(context.Background(), client.ObjectKey{Name: dr.Status.Canary.Nodes[0]}, n); err != nil {
 			w.t.Fatal(err)
 		}
-		if n.Labels[nodesim.LabelDriver] != drvGood || n.Spec.Unschedulable {
-			w.t.Errorf("canary node %s: driver label %s, unschedulable %t; want %s and back in service", n.Name, n.Labels[nodesim.LabelDriver], n.Spec.Unschedulable, drvGood)
+		if n.Labels[v1alpha1.LabelDriver] != drvGood || n.Spec.Unschedulable {
+			w.t.Errorf("canary node %s: driver label %s, unschedulable %t; want %s and back in service", n.Name, n.Labels[v1alpha1.LabelDriver], n.Spec.Unschedulable, drvGood)
 		}
 	})
 	s.check("gate --wave staging fails", func(w *world) {

@@ -324,7 +324,7 @@ func (w *world) dump(cluster string) string {
 		for _, n := range nodes.Items {
 			var gf []string
 			for k, v := range n.Labels {
-				if strings.HasPrefix(k, "gpufleet.io/") || k == nodesim.LabelDriverFull {
+				if strings.HasPrefix(k, "gpufleet.io/") || k == v1alpha1.LabelGFDDriverFull {
 					gf = append(gf, k+"="+v)
 				}
 			}
