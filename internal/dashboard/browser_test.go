@@ -99,20 +99,12 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// The fleet's first render, applied by Flux in both clusters.
 	gpufleet(t, "render", "-f", w.FleetFile)
-	if _, err := w.Git("add", "-A"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Git("commit", "-q", "-m", "gpufleet render: the fleet's first render"); err != nil {
-		t.Fatal(err)
-	}
-	rev, err := w.Push()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := w.In(t)
+	p.Git("add", "-A")
+	p.Git("commit", "-q", "-m", "gpufleet render: the fleet's first render")
+	rev := p.Push()
 	for _, c := range []string{stg, prod} {
-		if err := w.WaitApplied(ctx, c, rev, 3*time.Minute); err != nil {
-			t.Fatalf("%s: %v", c, err)
-		}
+		p.WaitApplied(c, rev)
 	}
 	t.Logf("first render applied in both clusters after %s", time.Since(began).Round(time.Millisecond))
 
@@ -211,9 +203,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// Start the good release: staging's DriverRollout moves its nodes.
 	gpufleet(t, "start", relGood, "-f", w.FleetFile)
-	if _, err := w.Push(); err != nil {
-		t.Fatal(err)
-	}
+	p.Push()
 	f, err := fleet.Load(w.FleetFile)
 	if err != nil {
 		t.Fatal(err)
@@ -224,12 +214,12 @@ func TestDashboardInChromium(t *testing.T) {
 	midShot := false
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		dr, err := w.Rollout(ctx, stg, rollout)
-		if err == nil && dr.Status.Phase == v1alpha1.PhaseCompleted {
+		dr := p.Rollout(stg, rollout)
+		if dr != nil && dr.Status.Phase == v1alpha1.PhaseCompleted {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stg's DriverRollout %s did not complete: %+v (%v)", rollout, dr, err)
+			t.Fatalf("stg's DriverRollout %s did not complete: %+v", rollout, dr)
 		}
 		if !midShot {
 			if eval[bool](b, `!!document.querySelector('[data-cluster="stg"] .phase[data-phase="Soaking"]')`) {

@@ -124,18 +124,13 @@ func sameLayout(a, b *fleet.Fleet) bool {
 	return true
 }
 
-// fleetGen numbers the fleet file the views are judged against.
-func (d *Dashboard) fleetGen() uint64 {
+// fleetNow is the fleet file and revision the views are judged against,
+// and the fleet file's generation (which numbers the fleet files
+// installed), read together.
+func (d *Dashboard) fleetNow() (*fleet.Fleet, string, uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.gen
-}
-
-// fleetNow is the fleet file and revision the views are judged against.
-func (d *Dashboard) fleetNow() (*fleet.Fleet, string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.fleet, d.revision
+	return d.fleet, d.revision, d.gen
 }
 
 // clusterStatus is status's line for cluster.
@@ -223,7 +218,7 @@ func (d *Dashboard) reloadFleet(ctx context.Context) {
 	d.syncWatches(ctx)
 	d.mu.Lock()
 	for _, w := range d.watches {
-		signal(w.dirty)
+		w.wake()
 	}
 	d.mu.Unlock()
 	d.notify()
@@ -369,8 +364,8 @@ func (d *Dashboard) Stats() Stats {
 	defer d.mu.Unlock()
 	s := Stats{Clusters: len(d.watches), Requests: map[string]int64{}, Rebuilds: map[string]int64{}, Streams: len(d.subs)}
 	for name, w := range d.watches {
-		s.Requests[name] = w.requests.Load()
-		s.Rebuilds[name] = w.rebuilds.Load()
+		s.Requests[name] = w.counts.requests.Load()
+		s.Rebuilds[name] = w.counts.rebuilds.Load()
 	}
 	return s
 }

@@ -129,6 +129,24 @@ const phaseNotStarted = "Pending"
 // maxSegments bounds each node's remembered timeline.
 const maxSegments = 24
 
+// timelines are one cluster's node timelines, in the rollout they were
+// drawn for: a new rollout (the next release) starts every timeline
+// afresh, so that the Done of the last one does not read as a phase of
+// this one. The rebuild loop owns them and no other goroutine touches
+// them; views get copies (rolloutView clones each timeline).
+type timelines struct {
+	rollout string
+	nodes   map[string][]Segment
+}
+
+// of returns the timelines of rollout, for rolloutView to update in place.
+func (t *timelines) of(rollout string) map[string][]Segment {
+	if t.nodes == nil || t.rollout != rollout {
+		t.rollout, t.nodes = rollout, map[string][]Segment{}
+	}
+	return t.nodes
+}
+
 // rolloutView builds the rollout part of a view from what the gate
 // observed. hist is the cluster's node history, updated in place with
 // what this read shows; now is the clock for the window.
