@@ -5,27 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/charts"
-	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/promote"
-	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
 // DemoOptions configure Demo.
@@ -35,8 +23,8 @@ type DemoOptions struct {
 	// Root is the repository root: the DriverRollout CRD, and the real
 	// operator charts in ../shared/operators beside it. "." when empty.
 	Root string
-	// Dir holds the testbed (kubeconfig, logs, the fleet repository); a
-	// temporary folder when empty.
+	// Dir holds the testbed (kubeconfig, logs, the fleet repository, the
+	// story's log); a temporary folder when empty.
 	Dir string
 	// Keep leaves the testbed running after the story, until ctx ends.
 	Keep bool
@@ -75,13 +63,16 @@ func (s *Summary) Failed() bool {
 }
 
 // Demo starts a local testbed of two clusters (staging and prod, each with
-// its own API server, Flux, lifecycle controller and simulated GPU nodes)
-// and a git server, and plays the fleet's story on it: render and first
-// sync, a release promoted from staging to prod with an approval, drift
-// repaired by Flux, and a drill release that fails at the staging canary
-// node, is refused by the gate and is aborted. Progress goes to o.Out as it
-// happens; the summary is returned and printed. Everything is stopped when
-// Demo returns (with Keep, once ctx ends).
+// its own API server, Flux, lifecycle controller, the real GPU Operator and
+// simulated GPU nodes) and a git server, and plays [FleetStory] on it, the
+// story the end-to-end suite checks: render and first sync, drift repaired
+// by Flux, a release promoted from staging to prod with an approval, and a
+// drill release that fails at the staging canary node, is refused by the
+// gate and is aborted. Each step's name and what it saw go to o.Out as it
+// happens, everything a step logs (each gpufleet command and its output)
+// to story.log in the testbed's folder; the summary is returned and
+// printed. Everything is stopped when Demo returns (with Keep, once ctx
+// ends).
 func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -89,15 +80,13 @@ func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	if o.Root == "" {
 		o.Root = "."
 	}
-	// The in-process controllers' logs and the git server's request log
-	// would drown the progress lines; their Events and status are what the
-	// demo reports.
-	ctrllog.SetLogger(logr.Discard())
-	log.SetOutput(io.Discard)
 	began := time.Now()
 	sum := &Summary{}
-	fmt.Fprintln(o.Out, "gpufleet-lab demo: starting two clusters (stg, prod), Flux, a git server and 3 simulated GPU nodes per cluster...")
-	w, err := startDemo(ctx, o)
+	fmt.Fprintf(o.Out, "gpufleet-lab demo: starting two clusters (%s, %s), Flux, a git server and %d simulated GPU nodes per cluster...\n", Staging, Prod, PoolNodes)
+	so := StoryOptions()
+	so.Root, so.Dir, so.GitUser = o.Root, o.Dir, "demo"
+	so.OnError = func(err error) { fmt.Fprintf(o.Out, "  ! %v\n", err) }
+	w, err := Start(ctx, so)
 	if err != nil {
 		return nil, fmt.Errorf("start the testbed: %w", err)
 	}
@@ -108,22 +97,19 @@ func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 		}
 	}()
 	sum.Kubeconfig, sum.Repo = w.Testbed.Kubeconfig, w.Dir
-	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.Testbed.Kubeconfig)
-
-	rec := newRecorder(time.Now())
-	recCtx, stopRec := context.WithCancel(ctx)
-	var recDone sync.WaitGroup
-	for _, name := range StoryClusters() {
-		recDone.Go(func() { rec.run(recCtx, name, w.Client(name), 250*time.Millisecond) })
+	logPath := filepath.Join(w.Testbed.Dir, "story.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
 	}
-	s := &player{ctx: ctx, w: w, out: o.Out, sum: sum}
-	s.play()
-	stopRec()
-	recDone.Wait()
+	defer logFile.Close()
+	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s; each step's log in %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.Testbed.Kubeconfig, logPath)
+
+	playSteps(ctx, w, FleetStory(false), o.Out, logFile, sum)
 	sum.Took = time.Since(began)
 	printSummary(o.Out, sum)
 	if o.Report != "" {
-		if err := writeReportFile(o.Report, w.FleetFile, sum, rec); err != nil {
+		if err := writeReportFile(o.Report, w.FleetFile, sum, w.Recorders); err != nil {
 			fmt.Fprintf(o.Out, "report: %v\n", err)
 		} else {
 			fmt.Fprintf(o.Out, "report: %s\n", o.Report)
@@ -131,8 +117,8 @@ func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	}
 
 	if o.Keep && ctx.Err() == nil {
-		fmt.Fprintf(o.Out, "\nThe testbed keeps running (Ctrl-C stops it):\n  export KUBECONFIG=%s\n  kubectl --context stg get nodes -L %s\n  fleet repository: %s\n",
-			w.Testbed.Kubeconfig, v1alpha1.LabelGFDDriverFull, w.Dir)
+		fmt.Fprintf(o.Out, "\nThe testbed keeps running (Ctrl-C stops it):\n  export KUBECONFIG=%s\n  kubectl --context %s get nodes -L %s\n  fleet repository: %s\n",
+			w.Testbed.Kubeconfig, Staging, v1alpha1.LabelGFDDriverFull, w.Dir)
 		<-ctx.Done()
 	}
 	if sum.Failed() {
@@ -141,249 +127,105 @@ func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	return sum, ctx.Err()
 }
 
-// player plays the story step by step; once a step fails the rest is
-// skipped, since each builds on the one before.
-type player struct {
-	ctx    context.Context
-	w      *World
-	out    io.Writer
-	sum    *Summary
-	rev    string
-	failed bool
-}
-
-func (p *player) step(name string, fn func() (string, error)) {
-	if p.failed || p.ctx.Err() != nil {
-		return
-	}
-	fmt.Fprintf(p.out, "▶ %s\n", name)
-	t0 := time.Now()
-	note, err := fn()
-	st := StepResult{Name: name, Took: time.Since(t0), Note: note, Err: err}
-	p.sum.Steps = append(p.sum.Steps, st)
-	switch {
-	case err != nil:
-		p.failed = true
-		fmt.Fprintf(p.out, "  ✗ %v\n", err)
-	case note != "":
-		fmt.Fprintf(p.out, "  ✓ %s (%s)\n", note, st.Took.Round(100*time.Millisecond))
-	default:
-		fmt.Fprintf(p.out, "  ✓ %s\n", st.Took.Round(100*time.Millisecond))
-	}
-}
-
-// mutate runs one promotion command (edit, render, commit) and pushes it.
-func (p *player) mutate(m promote.Mutation) (*promote.Result, error) {
-	res, err := promote.Apply(p.ctx, promote.Options{
-		FleetFile: p.w.FleetFile, Mutation: m,
-		Gate:   promote.RealGate(p.w.Dir, p.w.Testbed.Kubeconfig, 20*time.Second, nil),
-		Render: p.renderOptions,
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.rev, err = p.w.Push()
-	return res, err
-}
-
-// renderOptions renders the operator charts from the fleet's [charts]
-// repository (the real charts' folder) in the manifests chart mode.
-func (p *player) renderOptions(f *fleet.Fleet) (render.Options, error) {
-	if f.Charts.Mode != fleet.ModeManifests {
-		return render.Options{}, nil
-	}
-	src, err := charts.NewSource(f.Charts.Repository, charts.Options{})
-	if err != nil {
-		return render.Options{}, err
-	}
-	return render.Options{Charts: charts.Renderer{Ctx: p.ctx, Src: src}}, nil
-}
-
-// gate runs the gate on a wave at HEAD.
-func (p *player) gate(wave string) (*gate.Report, error) {
-	f, err := fleet.Load(p.w.FleetFile)
-	if err != nil {
-		return nil, err
-	}
-	rev, err := gate.HeadRevision(p.w.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return gate.Run(p.ctx, gate.Options{Fleet: f, Clusters: f.Waves[f.WaveIndex(wave)].Clusters, Revision: rev, Kubeconfig: p.w.Testbed.Kubeconfig, Timeout: 20 * time.Second, Now: time.Now}), nil
-}
-
-// applied waits for every cluster to apply the last pushed revision.
-func (p *player) applied(clusters ...string) error {
-	for _, c := range clusters {
-		if err := p.w.WaitApplied(p.ctx, c, p.rev, waitFor); err != nil {
-			return err
+// playSteps plays steps in order on w, each on a goroutine of its own with
+// a reporter as its T, printing its name and then what it saw or why it
+// failed. Once a step that is not a check fails, the rest is skipped, since
+// each builds on the ones before; when ctx ends the step under way is left
+// to end with the world.
+func playSteps(ctx context.Context, w *World, steps []Step, out, log io.Writer, sum *Summary) {
+	for _, st := range steps {
+		if ctx.Err() != nil {
+			return
 		}
-	}
-	return nil
-}
-
-func (p *player) play() {
-	ctx, w := p.ctx, p.w
-	p.step("gpufleet render, commit, push: Flux applies operators → config → lifecycle", func() (string, error) {
-		f, err := fleet.Load(w.FleetFile)
-		if err != nil {
-			return "", err
-		}
-		opts, err := p.renderOptions(f)
-		if err != nil {
-			return "", err
-		}
-		out, err := render.RenderWith(f, opts)
-		if err != nil {
-			return "", err
-		}
-		changes, err := render.Write(out, w.Dir)
-		if err != nil {
-			return "", err
-		}
-		if _, err := w.Git("add", "-A"); err != nil {
-			return "", err
-		}
-		if _, err := w.Git("commit", "-q", "-m", "gpufleet render: the fleet's first render"); err != nil {
-			return "", err
-		}
-		if p.rev, err = w.Push(); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%d files rendered; both clusters Ready at %s", len(changes), shortRev(p.rev)), p.applied(StoryClusters()...)
-	})
-	p.step("start "+ReleaseGood+": the staging DriverRollout upgrades the staging nodes", func() (string, error) {
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, ReleaseGood) }); err != nil {
-			return "", err
-		}
-		if _, err := w.WaitRollout(ctx, Staging, ReleaseGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
-			return "", err
-		}
-		return "stg: 3 of 3 nodes on " + DriverGood, p.applied(StoryClusters()...)
-	})
-	p.step("gate --wave staging", func() (string, error) {
-		rep, err := p.gate("staging")
-		if err != nil {
-			return "", err
-		}
-		if rep.Verdict() != gate.Pass {
-			return "", fmt.Errorf("gate %s: %v", rep.Verdict(), rep.Failed())
-		}
-		return fmt.Sprintf("PASS (%d checks)", len(rep.Checks)), nil
-	})
-	approval := ReleaseGood + "/" + WaveProduction
-	p.step("gpufleet status names the approval; approve "+approval, func() (string, error) {
-		f, err := fleet.Load(w.FleetFile)
-		if err != nil {
-			return "", err
-		}
-		next := promote.StatusOf(f).Next
-		if next != "gpufleet approve "+approval {
-			return "", fmt.Errorf("status says next: %s", next)
-		}
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, approval) }); err != nil {
-			return "", err
-		}
-		return "status said: next: " + next, p.applied(StoryClusters()...)
-	})
-	p.step("promote: the gate passes, prod gets "+ReleaseGood+" and finishes", func() (string, error) {
-		if _, err := p.mutate(promote.Promote); err != nil {
-			return "", err
-		}
-		if _, err := w.WaitRollout(ctx, Prod, ReleaseGood, waitFor, v1alpha1.PhaseCompleted); err != nil {
-			return "", err
-		}
-		return "prod: 3 of 3 nodes on " + DriverGood, p.applied(StoryClusters()...)
-	})
-	p.step("promote after the last wave: "+ReleaseGood+" becomes stable", func() (string, error) {
-		res, err := p.mutate(promote.Promote)
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimPrefix(strings.SplitN(res.Message, "\n", 2)[0], "gpufleet: "), p.applied(StoryClusters()...)
-	})
-	p.step("drift: edit a Flux-managed object by hand; Flux restores it", func() (string, error) {
-		c := w.Client(Staging)
-		if err := testbed.Update(ctx, c, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "lifecycle", false, func(u *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(u.Object, "1h0m0s", "spec", "interval")
-		}); err != nil {
-			return "", err
-		}
+		fmt.Fprintf(out, "▶ %s\n", st.Name)
+		fmt.Fprintf(log, "=== %s\n", st.Name)
+		r := &reporter{log: log}
 		t0 := time.Now()
-		for time.Since(t0) < time.Minute {
-			ks := &kustomizev1.Kustomization{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.FluxNamespace, Name: "lifecycle"}, ks); err == nil && ks.Spec.Interval.Duration == 2*time.Minute {
-				return fmt.Sprintf("repaired in %s (root Kustomization interval 2s: expected ~1s + apply time)", time.Since(t0).Round(10*time.Millisecond)), nil
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			st.Run(w.In(r))
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			r.Errorf("interrupted: %v", ctx.Err())
+		}
+		res := r.result(st.Name, time.Since(t0))
+		sum.Steps = append(sum.Steps, res)
+		switch {
+		case res.Err != nil:
+			fmt.Fprintf(out, "  ✗ %v\n", res.Err)
+		case res.Note != "":
+			fmt.Fprintf(out, "  ✓ %s (%s)\n", res.Note, res.Took.Round(100*time.Millisecond))
+		default:
+			fmt.Fprintf(out, "  ✓ %s\n", res.Took.Round(100*time.Millisecond))
+		}
+		if res.Err != nil && !st.Check {
+			for _, c := range w.Clusters() {
+				fmt.Fprintf(log, "=== %s at the failure ===\n%s", c, w.Dump(c))
 			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
+			return
 		}
-		return "", errors.New("Flux did not restore the lifecycle Kustomization within a minute")
-	})
-	p.step("start "+ReleaseDrill+": the staging canary node fails, rolls back, the rollout stalls", func() (string, error) {
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, ReleaseDrill) }); err != nil {
-			return "", err
-		}
-		dr, err := w.WaitRollout(ctx, Staging, ReleaseDrill, waitFor, v1alpha1.PhaseStalled)
-		if err != nil {
-			return "", err
-		}
-		if err := w.WaitDrivers(ctx, Staging, DriverGood, waitFor); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("canary %v %s; nodes still on %s", dr.Status.Canary.Nodes, dr.Status.Canary.Result, DriverGood), nil
-	})
-	p.step("gate --wave staging fails, so promote is refused", func() (string, error) {
-		rep, err := p.gate("staging")
-		if err != nil {
-			return "", err
-		}
-		if rep.Verdict() == gate.Pass {
-			return "", errors.New("the gate passed a stalled rollout")
-		}
-		if _, err := p.mutate(func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, ReleaseDrill+"/"+WaveProduction) }); err != nil {
-			return "", err
-		}
-		if _, err := p.mutate(promote.Promote); !errors.Is(err, promote.ErrRefused) {
-			return "", fmt.Errorf("promote was not refused: %v", err)
-		}
-		return fmt.Sprintf("gate %s with %d failed checks; promote refused", rep.Verdict(), len(rep.Failed())), nil
-	})
-	p.step("abort: staging returns to the stable release", func() (string, error) {
-		if _, err := p.mutate(promote.Abort); err != nil {
-			return "", err
-		}
-		if err := w.WaitApplied(ctx, Staging, p.rev, waitFor, "operators", "config"); err != nil {
-			return "", err
-		}
-		return "stg back on " + DriverGood, w.WaitDrivers(ctx, Staging, DriverGood, waitFor)
-	})
-}
-
-// waitFor bounds each wait of the demo (Flux applying a revision, a rollout
-// reaching a phase, the nodes reaching a driver).
-const waitFor = 3 * time.Minute
-
-// startDemo starts the story's world: the testbed with the
-// controller-manager, scheduler and kwok, per cluster a node agent, the
-// real GPU Operator once Flux has applied its chart and a lifecycle
-// controller, and the fleet repository holding the story's fleet file.
-func startDemo(ctx context.Context, o DemoOptions) (*World, error) {
-	return Start(ctx, Options{
-		Root: o.Root, Dir: o.Dir, Clusters: StoryClusters(), FleetTOML: StoryFleet(), ChartVersion: ChartVersion,
-		Pool:       nodesim.Pool{Name: PoolName, Product: Product, Nodes: PoolNodes, Driver: DriverStable},
-		BadDrivers: []string{DriverDrill}, GitUser: "demo",
-	})
-}
-
-func shortRev(rev string) string {
-	if i := strings.LastIndex(rev, ":"); i >= 0 && len(rev) > i+13 {
-		return rev[i+1 : i+13]
 	}
-	return rev
+}
+
+// reporter is the demo's T: a step's log lines go to the story's log, its
+// failures and its note into the step's result. Like testing.T's, Fatal
+// and Fatalf end the step's goroutine.
+type reporter struct {
+	log io.Writer
+
+	mu     sync.Mutex
+	errors []string
+	note   string
+}
+
+func (r *reporter) Helper() {}
+
+func (r *reporter) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.log, "    %s\n", strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", "\n    "))
+}
+
+func (r *reporter) Error(args ...any) { r.fail(strings.TrimSuffix(fmt.Sprintln(args...), "\n")) }
+
+func (r *reporter) Errorf(format string, args ...any) { r.fail(fmt.Sprintf(format, args...)) }
+
+func (r *reporter) Fatal(args ...any) {
+	r.Error(args...)
+	runtime.Goexit()
+}
+
+func (r *reporter) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// Note is what Play.Note records: the step's one line for the summary.
+func (r *reporter) Note(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note = msg
+}
+
+func (r *reporter) fail(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, msg)
+	fmt.Fprintf(r.log, "    FAIL: %s\n", msg)
+}
+
+// result is the step's result: failed when it reported any error.
+func (r *reporter) result(name string, took time.Duration) StepResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := StepResult{Name: name, Took: took, Note: r.note}
+	if len(r.errors) > 0 {
+		res.Err = errors.New(strings.Join(r.errors, "; "))
+	}
+	return res
 }
 
 func printSummary(out io.Writer, s *Summary) {

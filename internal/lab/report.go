@@ -9,15 +9,12 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fsutil"
-	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
-func nodeNamed(name string) planner.Node { return planner.Node{Name: name} }
-
-// report writes the HTML report to path, with the clusters as the fleet
-// file leaves them.
-func writeReportFile(path, fleetFile string, sum *Summary, rec *recorder) error {
+// writeReportFile writes the HTML report to path, with the clusters as the
+// fleet file leaves them and each one's nodes as its recorder saw them.
+func writeReportFile(path, fleetFile string, sum *Summary, recs map[string]*Recorder) error {
 	f, err := fleet.Load(fleetFile)
 	if err != nil {
 		return err
@@ -33,7 +30,7 @@ func writeReportFile(path, fleetFile string, sum *Summary, rec *recorder) error 
 		}
 	}
 	var buf bytes.Buffer
-	if err := writeReport(&buf, sum, rec, clusters, time.Now()); err != nil {
+	if err := writeReport(&buf, sum, recs, clusters, time.Now()); err != nil {
 		return err
 	}
 	return fsutil.WriteFileAtomic(path, buf.Bytes())
@@ -49,8 +46,9 @@ td, th { border-bottom: 1px solid #ddd; padding: 4px 12px; text-align: left }
 .muted { color: #777 }
 </style></head><body>
 <h1>gpufleet demo</h1>
-<p class="muted">{{.When}} · {{.Took}} in all · two clusters (stg, prod) with real kube-apiserver, etcd and Flux;
-the lifecycle controller; simulated GPU nodes. helm-controller and the GPU Operator were played by the demo.</p>
+<p class="muted">{{.When}} · {{.Took}} in all · two clusters (stg, prod) with real kube-apiserver, etcd,
+kube-controller-manager, kube-scheduler and Flux; the real GPU Operator; the lifecycle controller; kwok and
+simulated GPU nodes. The charts are applied pre-rendered: helm-controller does not run.</p>
 <h2>Waves and clusters</h2>
 <table><tr><th>wave</th><th>cluster</th><th>release at the end</th><th>nodes</th></tr>
 {{range .Clusters}}<tr><td>{{.Wave}}</td><td>{{.Name}}</td><td>{{.Release}}</td><td>{{.Nodes}}</td></tr>
@@ -82,13 +80,13 @@ type reportTimeline struct {
 
 // writeReport writes the HTML report: waves and clusters, every step of
 // the story, and each cluster's nodes and their phases over time.
-func writeReport(out io.Writer, sum *Summary, rec *recorder, clusters []reportCluster, end time.Time) error {
+func writeReport(out io.Writer, sum *Summary, recs map[string]*Recorder, clusters []reportCluster, end time.Time) error {
 	data := struct {
 		When, Took string
 		Clusters   []reportCluster
 		Steps      []reportStep
 		Timelines  []reportTimeline
-	}{When: rec.start.UTC().Format("2006-01-02 15:04 UTC"), Took: sum.Took.Round(time.Second).String(), Clusters: clusters}
+	}{When: end.Add(-sum.Took).UTC().Format("2006-01-02 15:04 UTC"), Took: sum.Took.Round(time.Second).String(), Clusters: clusters}
 	for _, st := range sum.Steps {
 		rs := reportStep{Name: st.Name, Result: "ok", Class: "ok", Took: st.Took.Round(100 * time.Millisecond).String(), Note: st.Note}
 		if st.Err != nil {
@@ -97,8 +95,12 @@ func writeReport(out io.Writer, sum *Summary, rec *recorder, clusters []reportCl
 		data.Steps = append(data.Steps, rs)
 	}
 	for _, c := range clusters {
+		rec := recs[c.Name]
+		if rec == nil {
+			continue
+		}
 		var svg bytes.Buffer
-		res := rec.result(c.Name, end)
+		res := rec.Timeline(end)
 		title := fmt.Sprintf("%s: node phases as the lifecycle controller set them", c.Name)
 		if err := sim.WriteSVG(&svg, title, res, nil); err != nil {
 			return err

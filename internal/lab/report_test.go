@@ -25,13 +25,13 @@ func node(name, phase string) corev1.Node {
 // draws their phases and lists every step.
 func TestReport(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	rec := newRecorder(t0)
+	rec := NewRecorder(nil, t0)
 	for i, phases := range [][2]string{{"", ""}, {"Draining", ""}, {"Soaking", "Draining"}, {"Done", "RollingBack"}, {"Done", "RolledBack"}} {
-		rec.sample("stg", []corev1.Node{node("h100-0", phases[0]), node("h100-1", phases[1])}, t0.Add(time.Duration(i)*10*time.Second))
+		rec.phases([]corev1.Node{node("h100-0", phases[0]), node("h100-1", phases[1])}, t0.Add(time.Duration(i)*10*time.Second))
 	}
 	sum := &Summary{Took: time.Minute, Steps: []StepResult{{Name: "start r2026-10", Took: 14 * time.Second, Note: "3 nodes on 580.95.05"}, {Name: "promote", Err: errors.New("gate failed")}}}
 	var out bytes.Buffer
-	if err := writeReport(&out, sum, rec, []reportCluster{{Wave: "staging", Name: "stg", Release: "r2026-10", Nodes: 2}}, t0.Add(time.Minute)); err != nil {
+	if err := writeReport(&out, sum, map[string]*Recorder{"stg": rec}, []reportCluster{{Wave: "staging", Name: "stg", Release: "r2026-10", Nodes: 2}}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	html := out.String()

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"regexp"
 	"slices"
@@ -14,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/lab"
@@ -94,7 +89,7 @@ func (d *disruptions) sample(ctx context.Context) {
 	var drivers, work corev1.PodList
 	if d.c.List(ctx, &nodes) != nil ||
 		d.c.List(ctx, &drivers, client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}) != nil ||
-		d.c.List(ctx, &work, client.MatchingLabels{"app": workloadApp}) != nil {
+		d.c.List(ctx, &work, client.MatchingLabels{"app": lab.WorkloadApp}) != nil {
 		return
 	}
 	now := time.Now()
@@ -123,7 +118,7 @@ func (d *disruptions) sample(ctx context.Context) {
 	seen(work.Items, d.workload, &d.workGone)
 	readyOn := map[string]bool{}
 	for _, p := range drivers.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && lab.PodReady(&p) {
 			readyOn[p.Spec.NodeName] = true
 		}
 	}
@@ -188,59 +183,25 @@ func (d *disruptions) goneWithin(from time.Time) (int, time.Duration) {
 
 // newAdoptWorld starts the two clusters of TestAdoptRunningOperator, each
 // with adoptNodes GPU nodes as a fleet that never ran gpufleet has them:
-// NFD's and GFD's labels, driver drvStable loaded, no gpufleet label. Flux
+// NFD's and GFD's labels, driver lab.DriverStable loaded, no gpufleet label. Flux
 // watches each cluster's folder of the fleet repository, which is empty
 // until the story commits what init and render wrote.
 func newAdoptWorld(t *testing.T) *world {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("e2e: skipped under -short (needs the testbed)")
-	}
-	ctrllog.SetLogger(logr.Discard())
-	log.SetOutput(io.Discard)
-	t.Setenv("TMPDIR", t.TempDir())
-	if err := lab.CheckPrograms(); err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	began := time.Now()
-	lw, err := lab.Start(t.Context(), lab.Options{
-		Root: "../..", Dir: t.TempDir(), Clusters: []string{adoptCluster, naiveCluster},
+	return newWorld(t, lab.Options{
+		Clusters: []string{adoptCluster, naiveCluster},
 		// Replaced by what gpufleet init writes.
-		FleetTOML:      []byte("# written by gpufleet init\n"),
-		ChartVersion:   chartStable,
-		Pool:           nodesim.Pool{Name: poolName, Product: product, Nodes: adoptNodes, Driver: drvStable, Provisioned: true},
-		SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "e2e",
-		OnError: func(err error) { t.Errorf("%v", err) },
+		FleetTOML:    []byte("# written by gpufleet init\n"),
+		ChartVersion: lab.ChartVersion,
+		Pool:         nodesim.Pool{Name: lab.PoolName, Product: lab.Product, Nodes: adoptNodes, Driver: lab.DriverStable, Provisioned: true},
 	})
-	if errors.Is(err, lab.ErrNoOperatorCharts) {
-		t.Skipf("e2e: needs the real GPU Operator charts in ../shared/operators: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := lw.Stop(); err != nil {
-			t.Errorf("testbed: %v", err)
-		}
-	})
-	t.Logf("e2e: clusters up in %s, kubeconfig %s", since(began), lw.Testbed.Kubeconfig)
-	w := &world{t: t, lab: lw, tb: lw.Testbed, dir: lw.Dir, fleetFile: lw.FleetFile, sims: lw.Sims, rec: map[string]*recorder{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("testbed logs:\n%s", lw.Testbed.LogTail(60))
-			for _, name := range []string{adoptCluster, naiveCluster} {
-				t.Logf("=== %s at the failure ===\n%s%s", name, w.dump(name), w.operatorDump(name))
-			}
-		}
-	})
-	return w
 }
 
 // driverDaemonSet returns the ClusterPolicy's driver DaemonSet of cluster,
 // or nil.
 func (w *world) driverDaemonSet(cluster string) *appsv1.DaemonSet {
 	ds := &appsv1.DaemonSet{}
-	if err := w.client(cluster).Get(context.Background(), client.ObjectKey{Namespace: "gpu-operator", Name: "nvidia-driver-daemonset"}, ds); err != nil {
+	if err := w.Client(cluster).Get(context.Background(), client.ObjectKey{Namespace: "gpu-operator", Name: "nvidia-driver-daemonset"}, ds); err != nil {
 		return nil
 	}
 	return ds
@@ -249,15 +210,15 @@ func (w *world) driverDaemonSet(cluster string) *appsv1.DaemonSet {
 // readyDriverPods returns, per GPU node of cluster, the UID of its Ready
 // driver pod and the version it runs.
 func (w *world) readyDriverPods(cluster string) map[string]string {
-	w.t.Helper()
+	w.T.Helper()
 	var pods corev1.PodList
-	if err := w.client(cluster).List(context.Background(), &pods, client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
-		w.t.Fatal(err)
+	if err := w.Client(cluster).List(context.Background(), &pods, client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
+		w.T.Fatal(err)
 	}
 	out := map[string]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && podReady(p) {
+		if p.DeletionTimestamp == nil && lab.PodReady(p) {
 			out[p.Spec.NodeName] = string(p.UID) + " " + nodesim.DriverPodVersion(p)
 		}
 	}
@@ -287,55 +248,55 @@ func TestAdoptRunningOperator(t *testing.T) {
 
 	s.step("the GPU Operator is installed with Helm in its default mode, under a generated name", func(w *world) {
 		for _, cluster := range []string{adoptCluster, naiveCluster} {
-			name, err := helmInstall(ctx, w.tb.Kubeconfig, cluster, w.lab.Operators, "gpu-operator", chartStable, "gpu-operator",
-				map[string]any{"driver": map[string]any{"version": drvStable}}, w.t.Logf)
+			name, err := helmInstall(ctx, w.Testbed.Kubeconfig, cluster, w.Operators, "gpu-operator", lab.ChartVersion, "gpu-operator",
+				map[string]any{"driver": map[string]any{"version": lab.DriverStable}}, w.T.Logf)
 			if err != nil {
-				w.t.Fatal(err)
+				w.T.Fatal(err)
 			}
 			releases[cluster] = name
-			w.t.Logf("%s: Helm release %s", cluster, name)
+			w.T.Logf("%s: Helm release %s", cluster, name)
 		}
 		for _, cluster := range []string{adoptCluster, naiveCluster} {
-			w.eventually(3*time.Minute, cluster+": a Ready driver pod of the ClusterPolicy's DaemonSet on every GPU node", func() (bool, string) {
+			w.Eventually(3*time.Minute, cluster+": a Ready driver pod of the ClusterPolicy's DaemonSet on every GPU node", func() (bool, string) {
 				got := w.readyDriverPods(cluster)
 				return len(got) == adoptNodes && w.driverDaemonSet(cluster) != nil, fmt.Sprint(got)
 			})
-			w.eventually(3*time.Minute, cluster+": the ClusterPolicy ready", func() (bool, string) {
-				return clusterPolicyReady(ctx, w.client(cluster))
+			w.Eventually(3*time.Minute, cluster+": the ClusterPolicy ready", func() (bool, string) {
+				return clusterPolicyReady(ctx, w.Client(cluster))
 			})
 		}
 	})
 
 	s.step("GPU workloads under a PodDisruptionBudget run on the adopted cluster's nodes; the recorders start", func(w *world) {
-		w.createWorkload(adoptCluster)
+		w.CreateWorkload(adoptCluster)
 		for _, cluster := range []string{adoptCluster, naiveCluster} {
-			d := newDisruptions(w.client(cluster))
+			d := newDisruptions(w.Client(cluster))
 			recs[cluster] = d
-			w.lab.Go(d.run)
+			w.Go(d.run)
 			before[cluster] = w.readyDriverPods(cluster)
 		}
 	})
 
 	s.step("gpufleet init reads the clusters and writes the fleet file", func(w *world) {
-		out, code := w.gpufleet("init", "-f", w.fleetFile, "--force", "--kubeconfig", w.tb.Kubeconfig,
-			"--context", adoptCluster, "--context", naiveCluster, "--release", relStable,
+		out, code := w.Gpufleet("init", "-f", w.FleetFile, "--force", "--kubeconfig", w.Testbed.Kubeconfig,
+			"--context", adoptCluster, "--context", naiveCluster, "--release", lab.ReleaseStable,
 			"--wave", "first="+adoptCluster, "--wave", "second="+naiveCluster,
-			"--chart-mode", "manifests", "--chart-repository", w.lab.Operators)
+			"--chart-mode", "manifests", "--chart-repository", w.Operators)
 		if code != 0 {
-			w.t.Fatalf("init exit %d:\n%s", code, out)
+			w.T.Fatalf("init exit %d:\n%s", code, out)
 		}
 		src := w.readFleet()
 		for _, want := range []string{
 			"[clusters." + adoptCluster + ".gpu-operator]",
 			`release = "` + releases[adoptCluster] + `"`,
 			`driver-management = "clusterpolicy"`,
-			`driver = "` + drvStable + `"`,
-			`gpu-operator = "` + chartStable + `"`,
+			`driver = "` + lab.DriverStable + `"`,
+			`gpu-operator = "` + lab.ChartVersion + `"`,
 			fmt.Sprintf("nodes = %d", adoptNodes),
 			`actuator = "gpu-operator"`,
 		} {
 			if !strings.Contains(src, want) {
-				w.t.Errorf("init's fleet file lacks %q:\n%s", want, src)
+				w.T.Errorf("init's fleet file lacks %q:\n%s", want, src)
 			}
 		}
 	})
@@ -345,7 +306,7 @@ func TestAdoptRunningOperator(t *testing.T) {
 		cut := regexp.MustCompile(`(?m)^\[clusters\.` + naiveCluster + `\.gpu-operator\]\n(?:[a-z-]+ = .*\n)*|^\[policy\.clusters\.` + naiveCluster + `\]\n(?:[a-z-]+ = .*\n)*`)
 		naive := cut.ReplaceAllString(src, "")
 		if strings.Count(src, "\n")-strings.Count(naive, "\n") < 5 {
-			w.t.Fatalf("the naive cluster's table and policy were not cut:\n%s", naive)
+			w.T.Fatalf("the naive cluster's table and policy were not cut:\n%s", naive)
 		}
 		w.writeFleet(naive)
 	})
@@ -360,36 +321,36 @@ func TestAdoptRunningOperator(t *testing.T) {
 			{`validate-timeout = "10m"`, `validate-timeout = "2m"`},
 		} {
 			if !strings.Contains(src, r[0]) {
-				w.t.Fatalf("init's policy lacks %q", r[0])
+				w.T.Fatalf("init's policy lacks %q", r[0])
 			}
 			src = strings.Replace(src, r[0], r[1], 1)
 		}
-		next := fmt.Sprintf("[releases.%s]\ngpu-operator = %q\ndriver = %q\n\n", relNext, chartStable, drvGood)
+		next := fmt.Sprintf("[releases.%s]\ngpu-operator = %q\ndriver = %q\n\n", relNext, lab.ChartVersion, lab.DriverGood)
 		src = strings.Replace(src, "# ---------------------------------------------------------------- clusters", next+"# ---------------------------------------------------------------- clusters", 1)
 		w.writeFleet(src)
 	})
 
 	s.step("render, validate and lint: clean", func(w *world) {
-		if out, code := w.gpufleet("render", "-f", w.fleetFile); code != 0 {
-			w.t.Fatalf("render exit %d:\n%s", code, out)
+		if out, code := w.Gpufleet("render", "-f", w.FleetFile); code != 0 {
+			w.T.Fatalf("render exit %d:\n%s", code, out)
 		}
-		if out, code := w.gpufleet("validate", "-f", w.fleetFile, "--charts", w.lab.Operators); code != 0 {
-			w.t.Fatalf("validate exit %d:\n%s", code, out)
+		if out, code := w.Gpufleet("validate", "-f", w.FleetFile, "--charts", w.Operators); code != 0 {
+			w.T.Fatalf("validate exit %d:\n%s", code, out)
 		}
-		if out, code := w.gpufleet("lint", w.dir); code != 0 {
-			w.t.Fatalf("lint exit %d:\n%s", code, out)
+		if out, code := w.Gpufleet("lint", w.Dir); code != 0 {
+			w.T.Fatalf("lint exit %d:\n%s", code, out)
 		}
 	})
 
 	s.step("Flux applies it", func(w *world) {
-		w.git("add", "-A")
-		w.git("commit", "-q", "-m", "gpufleet: adopt the running fleet")
+		w.Git("add", "-A")
+		w.Git("commit", "-q", "-m", "gpufleet: adopt the running fleet")
 		applied = time.Now()
-		rev := w.push()
-		w.waitApplied(adoptCluster, rev)
-		w.waitApplied(naiveCluster, rev)
-		w.waitRollout(adoptCluster, relStable, 2*time.Minute, v1alpha1.PhaseCompleted)
-		w.eventually(time.Minute, "every node of the adopted cluster held with the skip label and settled", func() (bool, string) {
+		rev := w.Push()
+		w.WaitApplied(adoptCluster, rev)
+		w.WaitApplied(naiveCluster, rev)
+		w.WaitRollout(adoptCluster, lab.ReleaseStable, 2*time.Minute, v1alpha1.PhaseCompleted)
+		w.Eventually(time.Minute, "every node of the adopted cluster held with the skip label and settled", func() (bool, string) {
 			var bad []string
 			for name, n := range w.gpuNodes(adoptCluster) {
 				if n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" || n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) {
@@ -405,61 +366,61 @@ func TestAdoptRunningOperator(t *testing.T) {
 
 	s.check("adopted: no driver pod replaced, no workload evicted, no node cordoned", func(w *world) {
 		drivers, work, cordoned, _, samples := recs[adoptCluster].between(time.Time{}, time.Time{})
-		w.t.Logf("%s: %d samples over the adoption", adoptCluster, samples)
+		w.T.Logf("%s: %d samples over the adoption", adoptCluster, samples)
 		if len(drivers) > 0 || len(work) > 0 || len(cordoned) > 0 {
-			w.t.Errorf("the adoption disrupted the cluster: driver pods gone %v, workload pods gone %v, nodes cordoned %v", drivers, work, cordoned)
+			w.T.Errorf("the adoption disrupted the cluster: driver pods gone %v, workload pods gone %v, nodes cordoned %v", drivers, work, cordoned)
 		}
 		if got := w.readyDriverPods(adoptCluster); !mapsEqual(got, before[adoptCluster]) {
-			w.t.Errorf("the driver pods changed:\nbefore %v\nafter  %v", before[adoptCluster], got)
+			w.T.Errorf("the driver pods changed:\nbefore %v\nafter  %v", before[adoptCluster], got)
 		}
 		if w.driverDaemonSet(adoptCluster) == nil {
-			w.t.Error("nvidia-driver-daemonset is gone")
+			w.T.Error("nvidia-driver-daemonset is gone")
 		}
 		cp := &unstructured.Unstructured{}
 		cp.SetAPIVersion("nvidia.com/v1")
 		cp.SetKind("ClusterPolicy")
-		if err := w.client(adoptCluster).Get(ctx, client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(adoptCluster).Get(ctx, client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
+			w.T.Fatal(err)
 		}
 		if crd, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "useNvidiaDriverCRD"); crd {
-			w.t.Error("the ClusterPolicy was switched to NVIDIADriver objects")
+			w.T.Error("the ClusterPolicy was switched to NVIDIADriver objects")
 		}
-		if out, code := w.gpufleet("render", "-f", w.fleetFile, "--check"); code != 0 {
-			w.t.Errorf("render --check exit %d: what Flux runs is not what the fleet file renders:\n%s", code, out)
+		if out, code := w.Gpufleet("render", "-f", w.FleetFile, "--check"); code != 0 {
+			w.T.Errorf("render --check exit %d: what Flux runs is not what the fleet file renders:\n%s", code, out)
 		}
 	})
 
 	s.check("naive: the operator deletes every driver pod of the cluster at once", func(w *world) {
 		n, spread := recs[naiveCluster].goneWithin(applied)
-		w.t.Logf("%s: %d driver pods of the ClusterPolicy's DaemonSet went within %s of each other", naiveCluster, n, spread)
+		w.T.Logf("%s: %d driver pods of the ClusterPolicy's DaemonSet went within %s of each other", naiveCluster, n, spread)
 		if n < adoptNodes {
-			w.t.Errorf("%d of %d driver pods deleted: the negative control did not show the danger", n, adoptNodes)
+			w.T.Errorf("%d of %d driver pods deleted: the negative control did not show the danger", n, adoptNodes)
 		}
 		if spread > 5*time.Second {
-			w.t.Errorf("the driver pods went over %s, not at once", spread)
+			w.T.Errorf("the driver pods went over %s, not at once", spread)
 		}
 	})
 
 	s.step("start the next release on the adopted cluster", func(w *world) {
-		if out, code := w.mutate("start", relNext); code != 0 {
-			w.t.Fatalf("start exit %d:\n%s", code, out)
+		if out, code := w.Mutate("start", relNext); code != 0 {
+			w.T.Fatalf("start exit %d:\n%s", code, out)
 		}
-		w.waitApplied(adoptCluster, w.push())
+		w.WaitApplied(adoptCluster, w.Push())
 	})
 
 	var rolled time.Time
 	s.check("the rollout completes under the policy: never more than maxUnavailable nodes without a Ready driver pod", func(w *world) {
 		rolled = time.Now()
-		w.waitRollout(adoptCluster, relNext, 8*time.Minute, v1alpha1.PhaseCompleted)
-		w.waitDrivers(adoptCluster, drvGood, time.Minute)
+		w.WaitRollout(adoptCluster, relNext, 8*time.Minute, v1alpha1.PhaseCompleted)
+		w.WaitDrivers(adoptCluster, lab.DriverGood, time.Minute)
 		_, _, _, maxNoDriver, samples := recs[adoptCluster].between(rolled, time.Time{})
-		w.t.Logf("%s: at most %d GPU nodes without a Ready driver pod over %d samples of the rollout", adoptCluster, maxNoDriver, samples)
+		w.T.Logf("%s: at most %d GPU nodes without a Ready driver pod over %d samples of the rollout", adoptCluster, maxNoDriver, samples)
 		if maxNoDriver > 1 {
-			w.t.Errorf("%d GPU nodes without a Ready driver pod at once, maxUnavailable 1", maxNoDriver)
+			w.T.Errorf("%d GPU nodes without a Ready driver pod at once, maxUnavailable 1", maxNoDriver)
 		}
 		for node, v := range w.readyDriverPods(adoptCluster) {
-			if !strings.HasSuffix(v, " "+drvGood) {
-				w.t.Errorf("%s runs %s, want %s", node, v, drvGood)
+			if !strings.HasSuffix(v, " "+lab.DriverGood) {
+				w.T.Errorf("%s runs %s, want %s", node, v, lab.DriverGood)
 			}
 		}
 	})
@@ -467,19 +428,19 @@ func TestAdoptRunningOperator(t *testing.T) {
 
 // readFleet returns the fleet file's text.
 func (w *world) readFleet() string {
-	w.t.Helper()
-	b, err := os.ReadFile(w.fleetFile)
+	w.T.Helper()
+	b, err := os.ReadFile(w.FleetFile)
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return string(b)
 }
 
 // writeFleet writes the fleet file.
 func (w *world) writeFleet(src string) {
-	w.t.Helper()
-	if err := os.WriteFile(w.fleetFile, []byte(src), 0o644); err != nil {
-		w.t.Fatal(err)
+	w.T.Helper()
+	if err := os.WriteFile(w.FleetFile, []byte(src), 0o644); err != nil {
+		w.T.Fatal(err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 )
 
@@ -30,11 +31,11 @@ func joinFleet(winStart, winEnd string) string {
 // product, no gpufleet label, no driver. It returns the node's name and
 // when it was created.
 func (w *world) addNode(pool string) (string, time.Time) {
-	w.t.Helper()
+	w.T.Helper()
 	began := time.Now()
-	names, err := w.sims[opCluster].AddPool(context.Background(), nodesim.Pool{Name: pool, Product: product, Nodes: 1, Provisioned: true})
+	names, err := w.Sims[opCluster].AddPool(context.Background(), nodesim.Pool{Name: pool, Product: lab.Product, Nodes: 1, Provisioned: true})
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	// (nodesim's TestProvisionedPool checks what such a node registers
 	// with: the controller may have labelled it by the time it is read.)
@@ -45,9 +46,9 @@ func (w *world) addNode(pool string) (string, time.Time) {
 // a Ready driver pod of that version, and returns how long each took from
 // began.
 func (w *world) waitJoined(node, driver string, began time.Time) (labelled, ready time.Duration) {
-	w.t.Helper()
+	w.T.Helper()
 	ctx := context.Background()
-	w.eventually(90*time.Second, node+" labelled and running driver "+driver, func() (bool, string) {
+	w.Eventually(90*time.Second, node+" labelled and running driver "+driver, func() (bool, string) {
 		n := w.gpuNodes(opCluster)[node]
 		if n == nil {
 			return false, "node gone"
@@ -60,19 +61,19 @@ func (w *world) waitJoined(node, driver string, began time.Time) (labelled, read
 			return false, fmt.Sprintf("driver label %q", got)
 		}
 		var pods corev1.PodList
-		if err := w.client(opCluster).List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
+		if err := w.Client(opCluster).List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
 			return false, err.Error()
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && podReady(p) && nodesim.DriverPodVersion(p) == driver {
+			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && lab.PodReady(p) && nodesim.DriverPodVersion(p) == driver {
 				ready = time.Since(began)
 				return true, ""
 			}
 		}
 		return false, "no Ready driver pod of " + driver + " on it"
 	})
-	w.t.Logf("%s: labelled %s after %s, its driver pod Ready after %s", node, driver, labelled.Round(10*time.Millisecond), ready.Round(10*time.Millisecond))
+	w.T.Logf("%s: labelled %s after %s, its driver pod Ready after %s", node, driver, labelled.Round(10*time.Millisecond), ready.Round(10*time.Millisecond))
 	return labelled, ready
 }
 
@@ -90,59 +91,59 @@ func TestJoiningNode(t *testing.T) {
 	var early, late, night string
 
 	s.step("render and first sync: the stable rollout completes", func(w *world) {
-		src, err := os.ReadFile(w.fleetFile)
+		src, err := os.ReadFile(w.FleetFile)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		w.commitFleet(string(src), "gpufleet render: first render")
-		w.waitRollout(opCluster, relStable, 2*time.Minute, v1alpha1.PhaseCompleted)
+		w.WaitRollout(opCluster, lab.ReleaseStable, 2*time.Minute, v1alpha1.PhaseCompleted)
 	})
 
 	s.step("start the release: the canary passes and waits for its approval", func(w *world) {
-		if _, code := w.mutate("start", relGood); code != 0 {
-			w.t.Fatalf("start exit %d", code)
+		if _, code := w.Mutate("start", lab.ReleaseGood); code != 0 {
+			w.T.Fatalf("start exit %d", code)
 		}
-		w.waitApplied(opCluster, w.push())
-		w.waitRollout(opCluster, relGood, 3*time.Minute, v1alpha1.PhaseWaitingForApproval)
+		w.WaitApplied(opCluster, w.Push())
+		w.WaitRollout(opCluster, lab.ReleaseGood, 3*time.Minute, v1alpha1.PhaseWaitingForApproval)
 	})
 
 	s.check("a node that joins before the approval gets the previous driver at once", func(w *world) {
 		var began time.Time
 		early, began = w.addNode("early")
-		if labelled, _ := w.waitJoined(early, drvStable, began); labelled > 15*time.Second {
-			w.t.Errorf("%s labelled after %s, want within seconds", early, labelled)
+		if labelled, _ := w.waitJoined(early, lab.DriverStable, began); labelled > 15*time.Second {
+			w.T.Errorf("%s labelled after %s, want within seconds", early, labelled)
 		}
-		if dr := w.rollout(opCluster, relGood); dr.Status.Phase != v1alpha1.PhaseWaitingForApproval {
-			w.t.Errorf("the rollout went on without its approval: %s", dr.Status.Phase)
+		if dr := w.Rollout(opCluster, lab.ReleaseGood); dr.Status.Phase != v1alpha1.PhaseWaitingForApproval {
+			w.T.Errorf("the rollout went on without its approval: %s", dr.Status.Phase)
 		}
 	})
 
 	s.step("approve: the rollout moves every node, the early joiner too", func(w *world) {
 		src := operatorFleetWithPromotion(w, "", "")
-		approved := strings.Replace(src, "approved = []", `approved = ["`+relGood+"/"+opCluster+`"]`, 1)
+		approved := strings.Replace(src, "approved = []", `approved = ["`+lab.ReleaseGood+"/"+opCluster+`"]`, 1)
 		if approved == src {
-			w.t.Fatalf("no empty approved list in the fleet file:\n%s", src)
+			w.T.Fatalf("no empty approved list in the fleet file:\n%s", src)
 		}
-		w.commitFleet(approved, "approve "+relGood+"/"+opCluster)
+		w.commitFleet(approved, "approve "+lab.ReleaseGood+"/"+opCluster)
 	})
 
 	s.check("a node that joins after the approval gets the target at once", func(w *world) {
 		var began time.Time
 		late, began = w.addNode("late")
-		if labelled, _ := w.waitJoined(late, drvGood, began); labelled > 15*time.Second {
-			w.t.Errorf("%s labelled after %s, want within seconds", late, labelled)
+		if labelled, _ := w.waitJoined(late, lab.DriverGood, began); labelled > 15*time.Second {
+			w.T.Errorf("%s labelled after %s, want within seconds", late, labelled)
 		}
 	})
 
 	s.check("the rollout completes counting both joiners", func(w *world) {
-		dr := w.waitRollout(opCluster, relGood, 6*time.Minute, v1alpha1.PhaseCompleted)
+		dr := w.WaitRollout(opCluster, lab.ReleaseGood, 6*time.Minute, v1alpha1.PhaseCompleted)
 		if want := int32(opNodes + 2); dr.Status.Total != want || dr.Status.Nodes.Done != want {
-			w.t.Errorf("rollout: %d of %d done, want %d of %d", dr.Status.Nodes.Done, dr.Status.Total, want, want)
+			w.T.Errorf("rollout: %d of %d done, want %d of %d", dr.Status.Nodes.Done, dr.Status.Total, want, want)
 		}
 		for _, name := range []string{early, late} {
 			n := w.gpuNodes(opCluster)[name]
-			if n.Labels[v1alpha1.LabelGFDDriverFull] != drvGood || n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) {
-				w.t.Errorf("%s: driver %q phase %q, want Done on %s", name, n.Labels[v1alpha1.LabelGFDDriverFull], n.Labels[v1alpha1.LabelPhase], drvGood)
+			if n.Labels[v1alpha1.LabelGFDDriverFull] != lab.DriverGood || n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) {
+				w.T.Errorf("%s: driver %q phase %q, want Done on %s", name, n.Labels[v1alpha1.LabelGFDDriverFull], n.Labels[v1alpha1.LabelPhase], lab.DriverGood)
 			}
 		}
 	})
@@ -150,26 +151,26 @@ func TestJoiningNode(t *testing.T) {
 	s.step("the maintenance window closes", func(w *world) {
 		ws, we := windowAround(false)
 		w.commitFleet(operatorFleetWithPromotion(w, ws, we), "close the maintenance window")
-		w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseCompleted)
+		w.WaitRollout(opCluster, lab.ReleaseGood, time.Minute, v1alpha1.PhaseCompleted)
 	})
 
 	s.check("a node that joins in a closed window after the rollout completed has the release's driver within seconds", func(w *world) {
 		var began time.Time
 		night, began = w.addNode("night")
-		labelled, ready := w.waitJoined(night, drvGood, began)
+		labelled, ready := w.waitJoined(night, lab.DriverGood, began)
 		if labelled > 15*time.Second {
-			w.t.Errorf("%s labelled after %s, want within seconds", night, labelled)
+			w.T.Errorf("%s labelled after %s, want within seconds", night, labelled)
 		}
 		if ready > 60*time.Second {
-			w.t.Errorf("%s ran a Ready driver pod after %s", night, ready)
+			w.T.Errorf("%s ran a Ready driver pod after %s", night, ready)
 		}
-		dr := w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseCompleted)
+		dr := w.WaitRollout(opCluster, lab.ReleaseGood, time.Minute, v1alpha1.PhaseCompleted)
 		if want := int32(opNodes + 3); dr.Status.Total != want || dr.Status.Nodes.Done != want {
-			w.t.Errorf("rollout: %d of %d done, want %d of %d", dr.Status.Nodes.Done, dr.Status.Total, want, want)
+			w.T.Errorf("rollout: %d of %d done, want %d of %d", dr.Status.Nodes.Done, dr.Status.Total, want, want)
 		}
 		var evs corev1.EventList
-		if err := w.client(opCluster).List(context.Background(), &evs); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).List(context.Background(), &evs); err != nil {
+			w.T.Fatal(err)
 		}
 		joined := map[string]bool{}
 		for _, e := range evs.Items {
@@ -182,7 +183,7 @@ func TestJoiningNode(t *testing.T) {
 			}
 		}
 		if len(joined) != 3 {
-			w.t.Errorf("NodeJoined Events for %v, want one for each of %s, %s, %s", joined, early, late, night)
+			w.T.Errorf("NodeJoined Events for %v, want one for each of %s, %s, %s", joined, early, late, night)
 		}
 	})
 }

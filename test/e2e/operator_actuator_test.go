@@ -2,22 +2,17 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/lab"
@@ -92,7 +87,7 @@ event-reasons = ["XidError", "EccError"]
 stable = "%[1]s"
 approved = []
 paused = false
-`, relStable, drvStable, relGood, drvGood, opCluster, opNodes, opSoak, winStart, winEnd)
+`, lab.ReleaseStable, lab.DriverStable, lab.ReleaseGood, lab.DriverGood, opCluster, opNodes, opSoak, winStart, winEnd)
 }
 
 // windowAround is a window that holds now (open) or that does not (shut).
@@ -113,72 +108,23 @@ func newOperatorWorld(t *testing.T) *world {
 }
 
 // newOneClusterWorld starts one cluster, opCluster, of opNodes nodes on the
-// stable driver, with fleet as its fleet file.
+// stable driver, with fleet as its fleet file, and a recorder sampling it
+// every 100 ms.
 func newOneClusterWorld(t *testing.T, fleet string) *world {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("e2e: skipped under -short (needs the testbed)")
-	}
-	ctrllog.SetLogger(logr.Discard())
-	log.SetOutput(io.Discard)
-	t.Setenv("TMPDIR", t.TempDir())
-	if err := lab.CheckPrograms(); err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	began := time.Now()
-	lw, err := lab.Start(t.Context(), lab.Options{
-		Root: "../..", Dir: t.TempDir(), Clusters: []string{opCluster}, FleetTOML: []byte(fleet),
-		ChartVersion:   chartStable,
-		Pool:           nodesim.Pool{Name: poolName, Product: product, Nodes: opNodes, Driver: drvStable},
-		SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "e2e",
-		OnError: func(err error) { t.Errorf("%v", err) },
+	return newWorld(t, lab.Options{
+		Clusters: []string{opCluster}, FleetTOML: []byte(fleet), ChartVersion: lab.ChartVersion,
+		Pool:   nodesim.Pool{Name: lab.PoolName, Product: lab.Product, Nodes: opNodes, Driver: lab.DriverStable},
+		Record: 100 * time.Millisecond,
 	})
-	if errors.Is(err, lab.ErrNoOperatorCharts) {
-		t.Skipf("e2e: needs the real GPU Operator charts in ../shared/operators: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := lw.Stop(); err != nil {
-			t.Errorf("testbed: %v", err)
-		}
-	})
-	t.Logf("e2e: cluster up in %s, kubeconfig %s", since(began), lw.Testbed.Kubeconfig)
-	w := &world{t: t, lab: lw, tb: lw.Testbed, dir: lw.Dir, fleetFile: lw.FleetFile, sims: lw.Sims, stackCRDs: lw.StackCRDs, rec: map[string]*recorder{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("testbed logs:\n%s", lw.Testbed.LogTail(60))
-			t.Logf("=== %s at the failure ===\n%s%s", opCluster, w.dump(opCluster), w.operatorDump(opCluster))
-		}
-	})
-	rec := newRecorder(w.client(opCluster))
-	w.rec[opCluster] = rec
-	lw.Go(func(ctx context.Context) { rec.run(ctx, 100*time.Millisecond) })
-	return w
-}
-
-// operatorDump adds the operator's labels of every GPU node to a failure's
-// log.
-func (w *world) operatorDump(cluster string) string {
-	var nodes corev1.NodeList
-	if err := w.client(cluster).List(context.Background(), &nodes); err != nil {
-		return err.Error()
-	}
-	var b strings.Builder
-	for _, n := range nodes.Items {
-		fmt.Fprintf(&b, "node %s operator state %q skip %q phase %q driver %q\n", n.Name, n.Labels[v1alpha1.LabelOperatorUpgradeState],
-			n.Labels[v1alpha1.LabelOperatorUpgradeSkip], n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelGFDDriverFull])
-	}
-	return b.String()
 }
 
 // gpuNodes returns the cluster's GPU nodes by name.
 func (w *world) gpuNodes(cluster string) map[string]*corev1.Node {
-	w.t.Helper()
+	w.T.Helper()
 	var nodes corev1.NodeList
-	if err := w.client(cluster).List(context.Background(), &nodes); err != nil {
-		w.t.Fatal(err)
+	if err := w.Client(cluster).List(context.Background(), &nodes); err != nil {
+		w.T.Fatal(err)
 	}
 	out := map[string]*corev1.Node{}
 	for i := range nodes.Items {
@@ -208,11 +154,11 @@ func (w *world) released(cluster string, except ...string) []string {
 
 // holdsFor fails the test when any GPU node but except is released during d.
 func (w *world) holdsFor(cluster string, d time.Duration, except ...string) {
-	w.t.Helper()
+	w.T.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		if r := w.released(cluster, except...); len(r) > 0 {
-			w.t.Fatalf("released while they must be held: %v", r)
+			w.T.Fatalf("released while they must be held: %v", r)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -221,16 +167,16 @@ func (w *world) holdsFor(cluster string, d time.Duration, except ...string) {
 // commitFleet writes the fleet file, renders, commits and pushes it, and
 // waits until the cluster applied it.
 func (w *world) commitFleet(src, msg string) {
-	w.t.Helper()
-	if err := os.WriteFile(w.fleetFile, []byte(src), 0o644); err != nil {
-		w.t.Fatal(err)
+	w.T.Helper()
+	if err := os.WriteFile(w.FleetFile, []byte(src), 0o644); err != nil {
+		w.T.Fatal(err)
 	}
-	if _, code := w.gpufleet("render", "-f", w.fleetFile); code != 0 {
-		w.t.Fatalf("render exit %d", code)
+	if _, code := w.Gpufleet("render", "-f", w.FleetFile); code != 0 {
+		w.T.Fatalf("render exit %d", code)
 	}
-	w.git("add", "-A")
-	w.git("commit", "-q", "-m", msg)
-	w.waitApplied(opCluster, w.push())
+	w.Git("add", "-A")
+	w.Git("commit", "-q", "-m", msg)
+	w.WaitApplied(opCluster, w.Push())
 }
 
 // TestOperatorActuator plays a release on the gpu-operator actuator against
@@ -241,20 +187,20 @@ func (w *world) commitFleet(src, msg string) {
 func TestOperatorActuator(t *testing.T) {
 	w := newOperatorWorld(t)
 	s := &story{t: t, w: w}
-	names := nodesim.Pool{Name: poolName, Nodes: opNodes}.NodeNames()
+	names := nodesim.Pool{Name: lab.PoolName, Nodes: opNodes}.NodeNames()
 	canary, cordoned, xid, last := names[0], names[1], names[2], names[3]
 
 	s.step("render and first sync: the operator's upgrade policy is written but off at rest, one NVIDIADriver per pool", func(w *world) {
-		src, err := os.ReadFile(w.fleetFile)
+		src, err := os.ReadFile(w.FleetFile)
 		if err != nil {
-			w.t.Fatal(err)
+			w.T.Fatal(err)
 		}
 		w.commitFleet(string(src), "gpufleet render: first render, gpu-operator actuator")
 		cp := &unstructured.Unstructured{}
 		cp.SetAPIVersion("nvidia.com/v1")
 		cp.SetKind("ClusterPolicy")
-		if err := w.client(opCluster).Get(context.Background(), client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).Get(context.Background(), client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
+			w.T.Fatal(err)
 		}
 		auto, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "autoUpgrade")
 		par, _, _ := unstructured.NestedInt64(cp.Object, "spec", "driver", "upgradePolicy", "maxParallelUpgrades")
@@ -263,24 +209,24 @@ func TestOperatorActuator(t *testing.T) {
 		// between rollouts, nor on the first apply, before the controller
 		// holds the nodes.
 		if auto || par != 1 || !drain {
-			w.t.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t, want false 1 true", auto, par, drain)
+			w.T.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t, want false 1 true", auto, par, drain)
 		}
-		if !w.exists(opCluster, "nvidia.com/v1alpha1", "NVIDIADriver", "", render.OperatorNVIDIADriverName(poolName)) {
-			w.t.Errorf("no NVIDIADriver %s", render.OperatorNVIDIADriverName(poolName))
+		if !w.Exists(opCluster, "nvidia.com/v1alpha1", "NVIDIADriver", "", render.OperatorNVIDIADriverName(lab.PoolName)) {
+			w.T.Errorf("no NVIDIADriver %s", render.OperatorNVIDIADriverName(lab.PoolName))
 		}
 	})
 
 	s.step("the stable rollout holds every GPU node with the operator's skip label", func(w *world) {
-		w.waitRollout(opCluster, relStable, 2*time.Minute, v1alpha1.PhaseCompleted)
+		w.WaitRollout(opCluster, lab.ReleaseStable, 2*time.Minute, v1alpha1.PhaseCompleted)
 		// The operator's validation state waits for its validator pods,
 		// which the ClusterPolicy deploys once the driver is ready.
-		w.eventually(3*time.Minute, "the ClusterPolicy ready", func() (bool, string) {
-			return clusterPolicyReady(context.Background(), w.client(opCluster))
+		w.Eventually(3*time.Minute, "the ClusterPolicy ready", func() (bool, string) {
+			return clusterPolicyReady(context.Background(), w.Client(opCluster))
 		})
 		// With its upgrade policy off at rest the operator's upgrade
 		// controller labels no state: a node is settled Done by the
 		// rollout (its driver already the release's) and held.
-		w.eventually(2*time.Minute, "every GPU node held and settled, in no operator upgrade", func() (bool, string) {
+		w.Eventually(2*time.Minute, "every GPU node held and settled, in no operator upgrade", func() (bool, string) {
 			nodes := w.gpuNodes(opCluster)
 			var bad []string
 			for name, n := range nodes {
@@ -299,35 +245,35 @@ func TestOperatorActuator(t *testing.T) {
 		n := w.gpuNodes(opCluster)[cordoned]
 		base := n.DeepCopy()
 		n.Spec.Unschedulable = true
-		if err := w.client(opCluster).Patch(context.Background(), n, client.MergeFrom(base)); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).Patch(context.Background(), n, client.MergeFrom(base)); err != nil {
+			w.T.Fatal(err)
 		}
 	})
 
 	s.step("start the release: render changes the pool's NVIDIADriver in place", func(w *world) {
-		if _, code := w.mutate("start", relGood); code != 0 {
-			w.t.Fatalf("start exit %d", code)
+		if _, code := w.Mutate("start", lab.ReleaseGood); code != 0 {
+			w.T.Fatalf("start exit %d", code)
 		}
-		w.waitApplied(opCluster, w.push())
+		w.WaitApplied(opCluster, w.Push())
 		d := &unstructured.Unstructured{}
 		d.SetAPIVersion("nvidia.com/v1alpha1")
 		d.SetKind("NVIDIADriver")
-		if err := w.client(opCluster).Get(context.Background(), client.ObjectKey{Name: render.OperatorNVIDIADriverName(poolName)}, d); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).Get(context.Background(), client.ObjectKey{Name: render.OperatorNVIDIADriverName(lab.PoolName)}, d); err != nil {
+			w.T.Fatal(err)
 		}
-		if v, _, _ := unstructured.NestedString(d.Object, "spec", "version"); v != drvGood {
-			w.t.Errorf("NVIDIADriver %s version %q, want %s", d.GetName(), v, drvGood)
+		if v, _, _ := unstructured.NestedString(d.Object, "spec", "version"); v != lab.DriverGood {
+			w.T.Errorf("NVIDIADriver %s version %q, want %s", d.GetName(), v, lab.DriverGood)
 		}
 		cp := &unstructured.Unstructured{}
 		cp.SetAPIVersion("nvidia.com/v1")
 		cp.SetKind("ClusterPolicy")
-		if err := w.client(opCluster).Get(context.Background(), client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).Get(context.Background(), client.ObjectKey{Name: "cluster-policy"}, cp); err != nil {
+			w.T.Fatal(err)
 		}
 		if auto, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "autoUpgrade"); !auto {
-			w.t.Error("ClusterPolicy upgradePolicy.autoUpgrade is false while the rollout moves the driver")
+			w.T.Error("ClusterPolicy upgradePolicy.autoUpgrade is false while the rollout moves the driver")
 		}
-		w.eventually(time.Minute, "the operator marks every node upgrade-required", func() (bool, string) {
+		w.Eventually(time.Minute, "the operator marks every node upgrade-required", func() (bool, string) {
 			var got []string
 			for name, n := range w.gpuNodes(opCluster) {
 				if n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
@@ -339,57 +285,57 @@ func TestOperatorActuator(t *testing.T) {
 	})
 
 	s.check("nothing is released outside a window", func(w *world) {
-		w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseOutsideWindow)
+		w.WaitRollout(opCluster, lab.ReleaseGood, time.Minute, v1alpha1.PhaseOutsideWindow)
 		w.holdsFor(opCluster, 10*time.Second)
 	})
 
 	s.step("the window opens: the canary alone is released and soaks", func(w *world) {
 		ws, we := windowAround(true)
 		w.commitFleet(operatorFleetWithPromotion(w, ws, we), "open the maintenance window")
-		w.waitRollout(opCluster, relGood, 2*time.Minute, v1alpha1.PhaseWaitingForApproval)
-		if n := w.gpuNodes(opCluster)[canary]; n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[v1alpha1.LabelGFDDriverFull] != drvGood {
-			w.t.Errorf("canary %s: phase %q driver %q, want Done on %s", canary, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelGFDDriverFull], drvGood)
+		w.WaitRollout(opCluster, lab.ReleaseGood, 2*time.Minute, v1alpha1.PhaseWaitingForApproval)
+		if n := w.gpuNodes(opCluster)[canary]; n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[v1alpha1.LabelGFDDriverFull] != lab.DriverGood {
+			w.T.Errorf("canary %s: phase %q driver %q, want Done on %s", canary, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelGFDDriverFull], lab.DriverGood)
 		}
 	})
 
 	s.check("the canary is held until the approval", func(w *world) {
 		w.holdsFor(opCluster, 10*time.Second, canary)
-		if dr := w.rollout(opCluster, relGood); dr == nil || dr.Status.Phase != v1alpha1.PhaseWaitingForApproval {
-			w.t.Errorf("not waiting for approval any more: %+v", dr)
+		if dr := w.Rollout(opCluster, lab.ReleaseGood); dr == nil || dr.Status.Phase != v1alpha1.PhaseWaitingForApproval {
+			w.T.Errorf("not waiting for approval any more: %+v", dr)
 		}
 	})
 
 	s.step("approve: the cordoned node goes first, then the next one soaks and raises an XID", func(w *world) {
 		// The edit `gpufleet approve RELEASE/CLUSTER` makes.
 		src := operatorFleetWithPromotion(w, "", "")
-		approved := strings.Replace(src, "approved = []", `approved = ["`+relGood+"/"+opCluster+`"]`, 1)
+		approved := strings.Replace(src, "approved = []", `approved = ["`+lab.ReleaseGood+"/"+opCluster+`"]`, 1)
 		if approved == src {
-			w.t.Fatalf("no empty approved list in the fleet file:\n%s", src)
+			w.T.Fatalf("no empty approved list in the fleet file:\n%s", src)
 		}
-		w.commitFleet(approved, "approve "+relGood+"/"+opCluster)
-		w.eventually(3*time.Minute, xid+" soaking", func() (bool, string) {
+		w.commitFleet(approved, "approve "+lab.ReleaseGood+"/"+opCluster)
+		w.Eventually(3*time.Minute, xid+" soaking", func() (bool, string) {
 			n := w.gpuNodes(opCluster)[xid]
 			return n.Labels[v1alpha1.LabelPhase] == string(v1alpha1.NodeSoaking), "phase " + n.Labels[v1alpha1.LabelPhase]
 		})
-		if err := w.sims[opCluster].RaiseXID(context.Background(), xid, 79); err != nil {
-			w.t.Fatal(err)
+		if err := w.Sims[opCluster].RaiseXID(context.Background(), xid, 79); err != nil {
+			w.T.Fatal(err)
 		}
-		w.waitRollout(opCluster, relGood, time.Minute, v1alpha1.PhaseStalled)
+		w.WaitRollout(opCluster, lab.ReleaseGood, time.Minute, v1alpha1.PhaseStalled)
 	})
 
 	s.check("an XID after upgrade-done fails the node: quarantined by label and taint, not rolled back", func(w *world) {
 		n := w.gpuNodes(opCluster)[xid]
 		if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeQuarantined) || n.Labels[v1alpha1.LabelQuarantined] != "true" {
-			w.t.Errorf("%s: phase %q quarantine label %q", xid, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelQuarantined])
+			w.T.Errorf("%s: phase %q quarantine label %q", xid, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelQuarantined])
 		}
 		if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintQuarantined }) {
-			w.t.Errorf("%s: no quarantine taint: %v", xid, n.Spec.Taints)
+			w.T.Errorf("%s: no quarantine taint: %v", xid, n.Spec.Taints)
 		}
-		if v := n.Labels[v1alpha1.LabelGFDDriverFull]; v != drvGood {
-			w.t.Errorf("%s: driver %s, want it left on %s (no per-node rollback on this path)", xid, v, drvGood)
+		if v := n.Labels[v1alpha1.LabelGFDDriverFull]; v != lab.DriverGood {
+			w.T.Errorf("%s: driver %s, want it left on %s (no per-node rollback on this path)", xid, v, lab.DriverGood)
 		}
 		if n.Annotations[v1alpha1.AnnotationFailed] != "true" {
-			w.t.Errorf("%s: not marked failed", xid)
+			w.T.Errorf("%s: not marked failed", xid)
 		}
 		// The driver DaemonSet tolerates the quarantine taint: otherwise its
 		// desired count drops below its pods and the operator's upgrade
@@ -397,11 +343,11 @@ func TestOperatorActuator(t *testing.T) {
 		var dss appsv1.DaemonSetList
 		var pods corev1.PodList
 		ctx := context.Background()
-		if err := w.client(opCluster).List(ctx, &dss, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).List(ctx, &dss, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
+			w.T.Fatal(err)
 		}
-		if err := w.client(opCluster).List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
-			w.t.Fatal(err)
+		if err := w.Client(opCluster).List(ctx, &pods, client.InNamespace("gpu-operator"), client.MatchingLabels{"app.kubernetes.io/component": v1alpha1.ComponentNVIDIADriver}); err != nil {
+			w.T.Fatal(err)
 		}
 		for _, ds := range dss.Items {
 			owned := 0
@@ -411,36 +357,36 @@ func TestOperatorActuator(t *testing.T) {
 				}
 			}
 			if int(ds.Status.DesiredNumberScheduled) != owned {
-				w.t.Errorf("driver DaemonSet %s: %d desired, %d pods: the operator cannot build its upgrade state", ds.Name, ds.Status.DesiredNumberScheduled, owned)
+				w.T.Errorf("driver DaemonSet %s: %d desired, %d pods: the operator cannot build its upgrade state", ds.Name, ds.Status.DesiredNumberScheduled, owned)
 			}
 		}
 	})
 
 	s.check("the budget stops releases", func(w *world) {
-		dr := w.rollout(opCluster, relGood)
+		dr := w.Rollout(opCluster, lab.ReleaseGood)
 		if dr == nil || dr.Status.BudgetUsed != 1 {
-			w.t.Fatalf("rollout: %+v", dr)
+			w.T.Fatalf("rollout: %+v", dr)
 		}
 		w.holdsFor(opCluster, 10*time.Second, canary, cordoned, xid)
 		n := w.gpuNodes(opCluster)[last]
-		if n.Labels[v1alpha1.LabelGFDDriverFull] != drvStable || n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
-			w.t.Errorf("%s: driver %q state %q, want still %s at upgrade-required", last, n.Labels[v1alpha1.LabelGFDDriverFull], n.Labels[v1alpha1.LabelOperatorUpgradeState], drvStable)
+		if n.Labels[v1alpha1.LabelGFDDriverFull] != lab.DriverStable || n.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateUpgradeRequired {
+			w.T.Errorf("%s: driver %q state %q, want still %s at upgrade-required", last, n.Labels[v1alpha1.LabelGFDDriverFull], n.Labels[v1alpha1.LabelOperatorUpgradeState], lab.DriverStable)
 		}
 	})
 
 	s.check("an admin's cordon survives the operator's upgrade", func(w *world) {
 		n := w.gpuNodes(opCluster)[cordoned]
-		if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[v1alpha1.LabelGFDDriverFull] != drvGood {
-			w.t.Errorf("%s: phase %q driver %q, want Done on %s", cordoned, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelGFDDriverFull], drvGood)
+		if n.Labels[v1alpha1.LabelPhase] != string(v1alpha1.NodeDone) || n.Labels[v1alpha1.LabelGFDDriverFull] != lab.DriverGood {
+			w.T.Errorf("%s: phase %q driver %q, want Done on %s", cordoned, n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelGFDDriverFull], lab.DriverGood)
 		}
 		if !n.Spec.Unschedulable {
-			w.t.Errorf("%s: uncordoned; an admin had cordoned it", cordoned)
+			w.T.Errorf("%s: uncordoned; an admin had cordoned it", cordoned)
 		}
 		if n.Annotations[v1alpha1.AnnotationAdminCordoned] != "true" {
-			w.t.Errorf("%s: the admin's cordon is not recorded", cordoned)
+			w.T.Errorf("%s: the admin's cordon is not recorded", cordoned)
 		}
 		if c := w.gpuNodes(opCluster)[canary]; c.Spec.Unschedulable {
-			w.t.Errorf("%s: the canary is left cordoned (the operator uncordons what it cordoned)", canary)
+			w.T.Errorf("%s: the canary is left cordoned (the operator uncordons what it cordoned)", canary)
 		}
 	})
 
@@ -450,58 +396,52 @@ func TestOperatorActuator(t *testing.T) {
 			order[st] = i
 		}
 		byNode := map[string][]string{}
-		rec := w.rec[opCluster]
-		rec.mu.Lock()
-		for _, s := range rec.upgrade {
+		for _, s := range w.Recorders[opCluster].Seen().Upgrade {
 			node, st, _ := strings.Cut(s, "=")
 			if seq := byNode[node]; len(seq) == 0 || seq[len(seq)-1] != st {
 				byNode[node] = append(byNode[node], st)
 			}
 		}
-		rec.mu.Unlock()
 		for _, node := range []string{canary, cordoned, xid} {
 			seq := byNode[node]
 			i := slices.Index(seq, v1alpha1.OperatorStateUpgradeRequired)
 			if i < 0 {
-				w.t.Errorf("%s: never upgrade-required: %v", node, seq)
+				w.T.Errorf("%s: never upgrade-required: %v", node, seq)
 				continue
 			}
 			upgrade := seq[i:]
 			for k := 1; k < len(upgrade); k++ {
 				if order[upgrade[k]] <= order[upgrade[k-1]] {
-					w.t.Errorf("%s: %s after %s, out of the documented order: %v", node, upgrade[k], upgrade[k-1], seq)
+					w.T.Errorf("%s: %s after %s, out of the documented order: %v", node, upgrade[k], upgrade[k-1], seq)
 				}
 			}
 			if upgrade[len(upgrade)-1] != v1alpha1.OperatorStateDone || len(upgrade) < 3 {
-				w.t.Errorf("%s: states %v, want upgrade-required … upgrade-done", node, upgrade)
+				w.T.Errorf("%s: states %v, want upgrade-required … upgrade-done", node, upgrade)
 			}
-			w.t.Logf("%s: %s", node, strings.Join(seq, " → "))
+			w.T.Logf("%s: %s", node, strings.Join(seq, " → "))
 		}
 		if seq := byNode[last]; slices.ContainsFunc(seq, v1alpha1.OperatorUpgrading) {
-			w.t.Errorf("%s (never released): %v", last, seq)
+			w.T.Errorf("%s (never released): %v", last, seq)
 		}
 	})
 
 	s.check("a node that joins gets its driver from the operator at once, held with the skip label all along", func(w *world) {
 		node, began := w.addNode("joiner")
-		w.eventually(90*time.Second, node+" held, running the pool's driver and settled Done", func() (bool, string) {
+		w.Eventually(90*time.Second, node+" held, running the pool's driver and settled Done", func() (bool, string) {
 			n := w.gpuNodes(opCluster)[node]
 			if n == nil {
 				return false, "node gone"
 			}
 			held := n.Labels[v1alpha1.LabelOperatorUpgradeSkip] == "true"
-			return held && n.Labels[v1alpha1.LabelGFDDriverFull] == drvGood && n.Labels[v1alpha1.LabelPhase] == string(v1alpha1.NodeDone),
+			return held && n.Labels[v1alpha1.LabelGFDDriverFull] == lab.DriverGood && n.Labels[v1alpha1.LabelPhase] == string(v1alpha1.NodeDone),
 				fmt.Sprintf("skip %t, driver %q, phase %q", held, n.Labels[v1alpha1.LabelGFDDriverFull], n.Labels[v1alpha1.LabelPhase])
 		})
-		w.t.Logf("%s: the operator's driver %s up and the node settled after %s", node, drvGood, since(began))
+		w.T.Logf("%s: the operator's driver %s up and the node settled after %s", node, lab.DriverGood, lab.Since(began))
 		// The skip label held back no first install, and the node was never
 		// in one of the operator's upgrades.
-		rec := w.rec[opCluster]
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		for _, s := range rec.upgrade {
+		for _, s := range w.Recorders[opCluster].Seen().Upgrade {
 			if n, st, _ := strings.Cut(s, "="); n == node && v1alpha1.OperatorUpgrading(st) {
-				w.t.Errorf("%s went through the operator's upgrade state %s", node, st)
+				w.T.Errorf("%s went through the operator's upgrade state %s", node, st)
 			}
 		}
 	})
@@ -510,10 +450,10 @@ func TestOperatorActuator(t *testing.T) {
 // operatorFleetWithPromotion is the fleet file as it stands (the promotion
 // commands edited it) with the window replaced (kept when start is "").
 func operatorFleetWithPromotion(w *world, start, end string) string {
-	w.t.Helper()
-	src, err := os.ReadFile(w.fleetFile)
+	w.T.Helper()
+	src, err := os.ReadFile(w.FleetFile)
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	lines := strings.Split(string(src), "\n")
 	for i, l := range lines {

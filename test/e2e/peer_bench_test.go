@@ -225,7 +225,7 @@ event-reasons = ["XidError", "EccError"]
 stable = "%[1]s"
 approved = []
 paused = false
-`, relStable, drvStable, relGood, drvGood, relDrill, drvDrill, actuator, peerParallel, peerMaxUnavailable, peerSoak)
+`, lab.ReleaseStable, lab.DriverStable, lab.ReleaseGood, lab.DriverGood, lab.ReleaseDrill, lab.DriverDrill, actuator, peerParallel, peerMaxUnavailable, peerSoak)
 }
 
 // peerWorld is one fresh testbed of n nodes rolled way.
@@ -267,9 +267,9 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p := &peerWorld{b: b, way: way, n: n, versions: map[string][]string{}}
 	b.Setenv("TMPDIR", b.TempDir())
 	lw, err := lab.Start(ctx, lab.Options{
-		Root: "../..", Dir: b.TempDir(), Clusters: []string{"stg"}, FleetTOML: []byte(peerFleet(way)), ChartVersion: chartStable,
-		Pool:       nodesim.Pool{Name: poolName, Product: product, Nodes: n, Driver: drvStable},
-		BadDrivers: []string{drvDrill}, SourceInterval: sourceInterval, RootInterval: rootInterval, GitUser: "bench",
+		Root: "../..", Dir: b.TempDir(), Clusters: []string{"stg"}, FleetTOML: []byte(peerFleet(way)), ChartVersion: lab.ChartVersion,
+		Pool:       nodesim.Pool{Name: lab.PoolName, Product: lab.Product, Nodes: n, Driver: lab.DriverStable},
+		BadDrivers: []string{lab.DriverDrill}, SourceInterval: lab.SourceInterval, RootInterval: lab.RootInterval, GitUser: "bench",
 		NoController: way == "operator", ControllerTransport: p.count, AuditLog: true,
 	})
 	if err != nil {
@@ -284,10 +284,10 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p.watch()
 	p.gpufleet("render", "-f", lw.FleetFile)
 	p.commit("first render")
-	names := nodesim.Pool{Name: poolName, Nodes: n}.NodeNames()
+	names := nodesim.Pool{Name: lab.PoolName, Nodes: n}.NodeNames()
 	p.until(scaled(3*time.Minute, n), "every node upgrade-done on the stable driver", func(nodes map[string]*corev1.Node) bool {
 		for _, nd := range nodes {
-			if nd.Labels[v1alpha1.LabelGFDDriverFull] != drvStable {
+			if nd.Labels[v1alpha1.LabelGFDDriverFull] != lab.DriverStable {
 				return false
 			}
 			if way == "gated" && nd.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" {
@@ -315,14 +315,14 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p.peak = p.out()
 	p.mu.Unlock()
 	t0 := time.Now()
-	p.gpufleet("start", relGood, "-f", lw.FleetFile)
+	p.gpufleet("start", lab.ReleaseGood, "-f", lw.FleetFile)
 	p.push()
 	xidNode := ""
 	end := p.until(scaled(10*time.Minute, n), "the good rollout to end", func(nodes map[string]*corev1.Node) bool {
 		if xidNode == "" {
 			for _, name := range names[1:] {
 				nd := nodes[name]
-				if slices.Contains(handCordoned, name) || nd == nil || !upgraded(way, nd, drvGood) {
+				if slices.Contains(handCordoned, name) || nd == nil || !upgraded(way, nd, lab.DriverGood) {
 					continue
 				}
 				if err := lw.Sims["stg"].RaiseXID(ctx, name, 79); err == nil {
@@ -331,7 +331,7 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 				break
 			}
 		}
-		return p.ended(nodes, relGood, drvGood)
+		return p.ended(nodes, lab.ReleaseGood, lab.DriverGood)
 	})
 	r.makespan = end.Sub(t0)
 	r.reads = float64(p.reqs.reads.Load()) / float64(n)
@@ -370,20 +370,20 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 
 	// The bad release, from where the good one left the cluster: the good
 	// one made stable first (the edit promote makes at the end).
-	p.makeStable(relGood)
-	p.gpufleet("start", relDrill, "-f", lw.FleetFile)
+	p.makeStable(lab.ReleaseGood)
+	p.gpufleet("start", lab.ReleaseDrill, "-f", lw.FleetFile)
 	// The drill's rollout may stall before Flux's health check looks.
 	p.push("operators", "config")
 	var reached int
 	stable := time.Now()
 	p.until(scaled(5*time.Minute, n), "the bad rollout to stop", func(nodes map[string]*corev1.Node) bool {
-		got := p.reached(drvDrill)
+		got := p.reached(lab.DriverDrill)
 		if got != reached {
 			reached, stable = got, time.Now()
 		}
 		if p.way != "operator" {
 			dr := &v1alpha1.DriverRollout{}
-			if p.c.Get(ctx, client.ObjectKey{Name: relDrill}, dr) == nil && dr.Status.Phase == v1alpha1.PhaseStalled {
+			if p.c.Get(ctx, client.ObjectKey{Name: lab.ReleaseDrill}, dr) == nil && dr.Status.Phase == v1alpha1.PhaseStalled {
 				return true
 			}
 		}
@@ -466,7 +466,7 @@ func (p *peerWorld) operandsReady() {
 		}
 		on := map[string]bool{}
 		for _, pod := range pods.Items {
-			if podReady(&pod) {
+			if lab.PodReady(&pod) {
 				on[pod.Spec.NodeName] = true
 			}
 		}
@@ -653,12 +653,9 @@ func (p *peerWorld) commit(msg string) { p.commitSteps(msg) }
 
 func (p *peerWorld) commitSteps(msg string, steps ...string) {
 	p.b.Helper()
-	if _, err := p.lw.Git("add", "-A"); err != nil {
-		p.b.Fatal(err)
-	}
-	if _, err := p.lw.Git("commit", "-q", "-m", msg); err != nil {
-		p.b.Fatal(err)
-	}
+	play := p.lw.In(p.b)
+	play.Git("add", "-A")
+	play.Git("commit", "-q", "-m", msg)
 	p.push(steps...)
 }
 
@@ -666,18 +663,17 @@ func (p *peerWorld) commitSteps(msg string, steps ...string) {
 // has no controller to make its DriverRollout healthy).
 func (p *peerWorld) push(steps ...string) {
 	p.b.Helper()
-	rev, err := p.lw.Push()
-	if err != nil {
-		p.b.Fatal(err)
-	}
+	rev := p.lw.In(p.b).Push()
 	if len(steps) == 0 {
 		steps = []string{"operators", "config", "lifecycle"}
 	}
 	if p.way == "operator" {
 		steps = slices.DeleteFunc(steps, func(s string) bool { return s == "lifecycle" })
 	}
-	if err := p.lw.WaitApplied(context.Background(), "stg", rev, 3*time.Minute, steps...); err != nil {
-		p.b.Fatal(err)
+	for _, s := range steps {
+		if err := p.lw.Testbed.Cluster("stg").WaitApplied(context.Background(), s, rev, 3*time.Minute); err != nil {
+			p.b.Fatal(err)
+		}
 	}
 }
 
@@ -695,12 +691,12 @@ func (p *peerWorld) patchNode(name string, edit func(*corev1.Node)) {
 func (p *peerWorld) workload() {
 	p.b.Helper()
 	ctx := context.Background()
-	if err := createWorkload(ctx, p.c); err != nil {
+	if err := lab.StartWorkload(ctx, p.c); err != nil {
 		p.b.Fatal(err)
 	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ok, msg := workloadBudgetReady(ctx, p.c)
+		ok, msg := lab.WorkloadBudgetReady(ctx, p.c)
 		last = msg
 		return ok, nil
 	})

@@ -5,17 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
@@ -59,12 +66,15 @@ type Options struct {
 	// [World.StackCRDs] says whether they were.
 	StackCRDs bool
 	// SourceInterval is how often source-controller polls the fleet
-	// repository; 2 s when zero.
+	// repository; [SourceInterval] when zero.
 	SourceInterval time.Duration
 	// RootInterval is the interval of each cluster's root Kustomization
 	// (the one "flux bootstrap" would create, which applies the rendered
-	// flux-*.yaml and repairs drift of them); SourceInterval when zero.
+	// flux-*.yaml and repairs drift of them); [RootInterval] when zero.
 	RootInterval time.Duration
+	// Record, when set, has a [Recorder] sample each cluster this often
+	// while the world runs ([World.Recorders]).
+	Record time.Duration
 	// GitUser names the fleet repository's committer ("gpufleet <user>",
 	// <user>@gpufleet.invalid); "lab" when empty.
 	GitUser string
@@ -96,11 +106,16 @@ type World struct {
 	// StackCRDs says the serving stack's image automation and notification
 	// CRDs are installed.
 	StackCRDs bool
+	// Recorders sample each cluster while the world runs, when
+	// [Options.Record] asked for them.
+	Recorders map[string]*Recorder
 
-	poolNodes int
-	bg        context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	clusters     []string
+	poolNodes    int
+	rootInterval time.Duration
+	bg           context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
 }
 
 // CheckPrograms reports whether the testbed programs the story needs (make
@@ -113,8 +128,25 @@ func CheckPrograms() error {
 	return bins.CheckGPUOperator()
 }
 
+// StoryOptions are the options of the story's world ([FleetStory]): its
+// two clusters of [PoolNodes] nodes on the stable driver, the drill's
+// driver bad, the story's fleet file and a recorder per cluster. The demo
+// and the end-to-end suite add where it runs (Root, Dir) and who commits.
+func StoryOptions() Options {
+	return Options{
+		Clusters: StoryClusters(), FleetTOML: StoryFleet(), ChartVersion: ChartVersion,
+		Pool:       nodesim.Pool{Name: PoolName, Product: Product, Nodes: PoolNodes, Driver: DriverStable},
+		BadDrivers: []string{DriverDrill}, Record: 200 * time.Millisecond,
+	}
+}
+
 // Start starts the world of o (see the package documentation). On error
 // everything started is stopped.
+//
+// The in-process controllers log nothing and the git server's request log
+// is dropped (controller-runtime's and the standard logger, for the whole
+// process): a world's Events, status and [World.Dump] are what tells what
+// happened, and their logs would drown a step's own.
 func Start(ctx context.Context, o Options) (w *World, err error) {
 	if o.Root == "" {
 		o.Root = "."
@@ -123,8 +155,13 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 		o.GitUser = "lab"
 	}
 	if o.SourceInterval == 0 {
-		o.SourceInterval = 2 * time.Second
+		o.SourceInterval = SourceInterval
 	}
+	if o.RootInterval == 0 {
+		o.RootInterval = RootInterval
+	}
+	ctrllog.SetLogger(logr.Discard())
+	log.SetOutput(io.Discard)
 	operators, err := filepath.Abs(filepath.Join(o.Root, "..", "shared", "operators"))
 	if err != nil {
 		return nil, err
@@ -158,7 +195,8 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	w = &World{Testbed: tb, Operators: operators, Sims: map[string]*nodesim.Sim{}, StackCRDs: stack,
-		poolNodes: o.Pool.Nodes, bg: bg, cancel: cancel}
+		Recorders: map[string]*Recorder{}, clusters: o.Clusters, poolNodes: o.Pool.Nodes, rootInterval: o.RootInterval,
+		bg: bg, cancel: cancel}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, w.Stop())
@@ -176,6 +214,13 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	}
 	if err := w.startRepo(ctx, o); err != nil {
 		return w, err
+	}
+	if o.Record > 0 {
+		for _, name := range o.Clusters {
+			rec := NewRecorder(w.Client(name), time.Now())
+			w.Recorders[name] = rec
+			w.Go(func(ctx context.Context) { rec.Run(ctx, o.Record) })
+		}
 	}
 	return w, nil
 }
@@ -243,7 +288,7 @@ func (w *World) startRepo(ctx context.Context, o Options) error {
 		return err
 	}
 	for _, kv := range [][2]string{{"user.name", "gpufleet " + o.GitUser}, {"user.email", o.GitUser + "@gpufleet.invalid"}, {"commit.gpgsign", "false"}} {
-		if _, err := w.Git("config", kv[0], kv[1]); err != nil {
+		if _, err := w.git("config", kv[0], kv[1]); err != nil {
 			return err
 		}
 	}
@@ -252,7 +297,7 @@ func (w *World) startRepo(ctx context.Context, o Options) error {
 		if err := c.ApplySync(ctx, testbed.Sync{Name: "flux-system", URL: repo.URL, Path: "./clusters/" + name, Interval: o.SourceInterval}); err != nil {
 			return err
 		}
-		if o.RootInterval == 0 || o.RootInterval == o.SourceInterval {
+		if o.RootInterval == o.SourceInterval {
 			continue
 		}
 		if err := testbed.Update(ctx, c.Client, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", testbed.FluxNamespace, "flux-system", false, func(u *unstructured.Unstructured) {
@@ -279,3 +324,21 @@ func (w *World) Stop() error {
 
 // Client is cluster's client.
 func (w *World) Client(cluster string) client.Client { return w.Testbed.Cluster(cluster).Client }
+
+// Context is the world's context: cancelled by Stop, so that a step still
+// waiting when the world stops (the demo interrupted) ends.
+func (w *World) Context() context.Context { return w.bg }
+
+// Clusters are the world's clusters, as Options named them.
+func (w *World) Clusters() []string { return slices.Clone(w.clusters) }
+
+// git runs the real git in the fleet work tree and returns its output.
+func (w *World) git(args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", w.Dir}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
