@@ -211,12 +211,12 @@ func (cl *classifier) class(n *Node) nodeClass {
 
 // hasDriverLabel reports whether the node carries a driver label (see join).
 func hasDriverLabel(n *Node) bool {
-	_, ok := n.Labels[LabelDriver]
+	_, ok := n.Labels[v1alpha1.LabelDriver]
 	return ok
 }
 
 // hasPoolLabel reports whether the node carries a pool label (see join).
 func hasPoolLabel(n *Node) bool {
-	_, ok := n.Labels[LabelPool]
+	_, ok := n.Labels[v1alpha1.LabelPool]
 	return ok
 }

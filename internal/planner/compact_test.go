@@ -137,7 +137,7 @@ func randomCompactable(r *rand.Rand) (*v1alpha1.DriverRollout, []planner.Node, [
 		case 2:
 			nb.AdminCordoned()
 		case 3:
-			nb.Labels(pt.PoolKey, pt.Pool, "remediation", "true")
+			nb.Labels(v1alpha1.LabelPool, pt.Pool, "remediation", "true")
 		case 4:
 			nb.Labels("pool", "other") // not selected
 		case 5:

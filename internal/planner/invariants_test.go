@@ -68,7 +68,7 @@ func TestInvariantsOneStep(t *testing.T) {
 			case 1:
 				nb.NotReady()
 			case 2:
-				nb.Labels(pt.PoolKey, pt.Pool, "remediation", "true")
+				nb.Labels(v1alpha1.LabelPool, pt.Pool, "remediation", "true")
 			case 3:
 				nb.Drained().Driver(true, pt.Target)
 			case 4:

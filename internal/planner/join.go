@@ -81,10 +81,6 @@ func (p *planner) join() {
 	}
 }
 
-// LabelPool is the node label that names a node's GPU pool; the
-// NVIDIADrivers of pools that share a GPU product select by it.
-const LabelPool = v1alpha1.LabelPool
-
 // poolSet are the spec's pools with their parsed selectors.
 type poolSet []struct {
 	name string
@@ -111,7 +107,7 @@ func (p *planner) poolSelectors() poolSet {
 // missing names the pool a node without a pool label is to be given: "" when
 // it has one, or when none or several pools match it.
 func (ps poolSet) missing(n *Node) string {
-	if _, ok := n.Labels[LabelPool]; ok || len(ps) == 0 {
+	if _, ok := n.Labels[v1alpha1.LabelPool]; ok || len(ps) == 0 {
 		return ""
 	}
 	return ps.of(n.Labels)
@@ -202,7 +198,7 @@ func (p *planner) joinWait(w *work) bool {
 		return true // joined in this pass: its one write is made
 	}
 	if w.phase != v1alpha1.NodePending || w.n.Owner != p.ro.Name || w.n.Since.IsZero() ||
-		w.n.Labels[LabelDriver] != p.spec.TargetVersion || DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
+		w.n.Labels[v1alpha1.LabelDriver] != p.spec.TargetVersion || DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
 		return false
 	}
 	deadline := w.n.Since.Add(p.set.InstallTimeout + p.set.ValidateTimeout)

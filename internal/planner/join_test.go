@@ -114,15 +114,15 @@ func TestJoin(t *testing.T) {
 			rollout: pt.Rollout("r").OutOfService("remediation", "true"),
 			nodes: []*pt.NodeBuilder{
 				fresh("gpu-07").Owner("other"),
-				fresh("gpu-08").Labels(pt.PoolKey, pt.Pool, v1alpha1.LabelQuarantined, "true"),
-				fresh("gpu-09").Labels(pt.PoolKey, pt.Pool, "remediation", "true"),
+				fresh("gpu-08").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelQuarantined, "true"),
+				fresh("gpu-09").Labels(v1alpha1.LabelPool, pt.Pool, "remediation", "true"),
 			},
 			want: []string{},
 		},
 		{
 			name:    "not on the gpu-operator actuator: the operator installs a new node's driver",
 			rollout: pt.Rollout("r").Actuator(v1alpha1.ActuatorGPUOperator).Paused(),
-			nodes:   []*pt.NodeBuilder{fresh("gpu-09").Labels(pt.PoolKey, pt.Pool, v1alpha1.LabelOperatorUpgradeSkip, "true")},
+			nodes:   []*pt.NodeBuilder{fresh("gpu-09").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelOperatorUpgradeSkip, "true")},
 			want:    []string{},
 		},
 		{
@@ -134,13 +134,13 @@ func TestJoin(t *testing.T) {
 		{
 			name:    "joined on the target and installing: left alone while its install may take",
 			rollout: pt.Rollout("r").Parallel(2).MaxUnavailable(2),
-			nodes:   []*pt.NodeBuilder{fresh("gpu-09").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, target).Owner("r").In(v1alpha1.NodePending, ago(10*time.Minute))},
+			nodes:   []*pt.NodeBuilder{fresh("gpu-09").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, target).Owner("r").In(v1alpha1.NodePending, ago(10*time.Minute))},
 			want:    []string{},
 		},
 		{
 			name:    "joined on the target and not up after the install and validate timeouts: started like any node",
 			rollout: pt.Rollout("r").Parallel(2).MaxUnavailable(2).Timeouts(time.Hour, 20*time.Minute, 10*time.Minute),
-			nodes:   []*pt.NodeBuilder{fresh("gpu-09").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, target).Owner("r").In(v1alpha1.NodePending, ago(31*time.Minute))},
+			nodes:   []*pt.NodeBuilder{fresh("gpu-09").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, target).Owner("r").In(v1alpha1.NodePending, ago(31*time.Minute))},
 			want:    []string{"gpu-09 Pending→Draining [cordon] node started: cordoning and draining for driver " + target},
 		},
 		{
@@ -165,7 +165,7 @@ func TestJoin(t *testing.T) {
 // driver that never comes up is noticed without another event.
 func TestJoinWakesForTheInstallDeadline(t *testing.T) {
 	ro := pt.Rollout("r").Timeouts(time.Hour, 20*time.Minute, 10*time.Minute).Build()
-	n := pt.Node("gpu-09").Unlabelled().Driver(false, "").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Target).
+	n := pt.Node("gpu-09").Unlabelled().Driver(false, "").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, pt.Target).
 		Owner("r").In(v1alpha1.NodePending, ago(10*time.Minute)).Build()
 	got := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{n}}, now)
 	if want := now.Add(20 * time.Minute); !got.NextCheck.Equal(want) {
@@ -257,7 +257,7 @@ func TestJoinPool(t *testing.T) {
 		{
 			name:    "a driver label but no pool label: the pool alone",
 			rollout: rollout(),
-			nodes:   []*pt.NodeBuilder{node("gpu-09", "mig", "off", planner.LabelDriver, previous).Driver(true, previous)},
+			nodes:   []*pt.NodeBuilder{node("gpu-09", "mig", "off", v1alpha1.LabelDriver, previous).Driver(true, previous)},
 			want:    []string{"gpu-09 Pending→Pending [join] joined without a pool label: in pool plain (the one pool whose selector it matches)"},
 			pool:    "plain",
 		},

@@ -15,7 +15,7 @@ import (
 // opNode is a node of the h100 pool as the gpu-operator path sees it: its
 // operator state, held or not.
 func opNode(name, state string, held bool) *pt.NodeBuilder {
-	kv := []string{pt.PoolKey, pt.Pool}
+	kv := []string{v1alpha1.LabelPool, pt.Pool}
 	if state != "" {
 		kv = append(kv, v1alpha1.LabelOperatorUpgradeState, state)
 	}

@@ -21,7 +21,7 @@ import (
 func TestAdminCordonEveryPath(t *testing.T) {
 	const target, previous = pt.Target, pt.Previous
 	onTarget := func(name string) *pt.NodeBuilder {
-		return pt.Node(name).Driver(true, target).Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, target)
+		return pt.Node(name).Driver(true, target).Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, target)
 	}
 	tests := []struct {
 		name    string
@@ -101,7 +101,7 @@ func TestAdminCordonEveryPath(t *testing.T) {
 // 16, defect 2).
 func TestOneOwnerPerNode(t *testing.T) {
 	t0 := now.Add(-time.Hour)
-	older := planner.Peer{Name: "older", Created: t0.Add(-time.Hour), NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{pt.PoolKey: pt.Pool}}}
+	older := planner.Peer{Name: "older", Created: t0.Add(-time.Hour), NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPool: pt.Pool}}}
 	younger := planner.Peer{Name: "younger", Created: t0.Add(time.Hour), NodeSelector: older.NodeSelector}
 	tests := []struct {
 		name    string

@@ -308,7 +308,7 @@ func (p *planner) onTarget(w *work) bool {
 	if w.phase != v1alpha1.NodePending || !DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
 		return false // most nodes of a pass: no need to look up the label
 	}
-	label, ok := w.n.Labels[LabelDriver]
+	label, ok := w.n.Labels[v1alpha1.LabelDriver]
 	return !ok || label == p.spec.TargetVersion
 }
 

@@ -109,7 +109,7 @@ func TestPlanTransitions(t *testing.T) {
 		{
 			name:    "out-of-service selector counts and is not started",
 			rollout: pt.Rollout("r").Parallel(5).MaxUnavailable(2).OutOfService("remediation", "true"),
-			nodes: []*pt.NodeBuilder{pt.Node("gpu-00").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Previous, "remediation", "true"),
+			nodes: []*pt.NodeBuilder{pt.Node("gpu-00").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, pt.Previous, "remediation", "true"),
 				pt.Node("gpu-01"), pt.Node("gpu-02")},
 			want: []string{"gpu-01 Pending→Draining [cordon] node started: cordoning and draining for driver " + target},
 		},
@@ -131,7 +131,7 @@ func TestPlanTransitions(t *testing.T) {
 		{
 			name:    "nodes outside the selector are never touched",
 			rollout: pt.Rollout("r").Parallel(3).MaxUnavailable(3),
-			nodes:   []*pt.NodeBuilder{pt.Node("a100-00").Labels(pt.PoolKey, "a100"), pt.Node("gpu-00")},
+			nodes:   []*pt.NodeBuilder{pt.Node("a100-00").Labels(v1alpha1.LabelPool, "a100"), pt.Node("gpu-00")},
 			want:    []string{"gpu-00 Pending→Draining [cordon] node started: cordoning and draining for driver " + target},
 		},
 		{

@@ -18,7 +18,7 @@ import (
 func TestNodesAlreadyOnTarget(t *testing.T) {
 	now := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC)
 	onTarget := func(name string) planner.Node {
-		return pt.Node(name).Driver(true, pt.Target).Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Target).Build()
+		return pt.Node(name).Driver(true, pt.Target).Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, pt.Target).Build()
 	}
 	t.Run("every node on the target", func(t *testing.T) {
 		ro := pt.Rollout("r").Canary(1).Build()
@@ -40,7 +40,7 @@ func TestNodesAlreadyOnTarget(t *testing.T) {
 	})
 	t.Run("the canary is a node that needs the driver", func(t *testing.T) {
 		ro := pt.Rollout("r").Canary(1).Build()
-		old := pt.Node("gpu-01").Driver(true, pt.Previous).Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Previous).Build()
+		old := pt.Node("gpu-01").Driver(true, pt.Previous).Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, pt.Previous).Build()
 		res := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{onTarget("gpu-00"), old}}, now)
 		if diff := cmp.Diff([]string{"gpu-01"}, res.Status.Canary.Nodes); diff != "" {
 			t.Errorf("canary (-want +got):\n%s", diff)
@@ -48,7 +48,7 @@ func TestNodesAlreadyOnTarget(t *testing.T) {
 	})
 	t.Run("a node whose label still selects the old driver is not settled", func(t *testing.T) {
 		ro := pt.Rollout("r").Canary(0).Build()
-		odd := pt.Node("gpu-00").Driver(true, pt.Target).Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Previous).Build()
+		odd := pt.Node("gpu-00").Driver(true, pt.Target).Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, pt.Previous).Build()
 		res := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{odd}}, now)
 		if len(res.Transitions) != 1 || res.Transitions[0].To != v1alpha1.NodeDraining {
 			t.Errorf("transitions %+v: want the node started like any other", res.Transitions)

@@ -61,10 +61,6 @@ func precedes(aName string, aCreated time.Time, bName string, bCreated time.Time
 	return aName < bName
 }
 
-// LabelDriver is the node label the driver's NVIDIADriver selects on: the
-// controller flips it to move a node to another driver.
-const LabelDriver = v1alpha1.LabelDriver
-
 // Node is one node as the controller observed it, with the rollout progress
 // recorded on it (labels and annotations), so a restarted controller rebuilds
 // exactly this.

@@ -17,7 +17,7 @@ import (
 // at most (see sim.Config.Tick). Target: under 5 s.
 func BenchmarkRollout5000Nodes(b *testing.B) {
 	ro := pt.Rollout("r").Canary(2).AutoApprove().Parallel(50).MaxUnavailablePercent("2%").Budget(100).Build()
-	nodes := sim.Nodes(5000, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	nodes := sim.Nodes(5000, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
 	prof := sim.DefaultProfile()
 	prof.InstallFailRate, prof.XIDRate = 0.002, 0.002
 	b.ReportAllocs()
@@ -36,7 +36,7 @@ func BenchmarkRollout5000Nodes(b *testing.B) {
 // lockstep batches that wait for their slowest node.
 func BenchmarkRefillVsLockstep(b *testing.B) {
 	ro := pt.Rollout("r").Parallel(10).MaxUnavailable(10).Soak(30 * time.Minute).Build()
-	nodes := sim.Nodes(200, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	nodes := sim.Nodes(200, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
 	prof := sim.DefaultProfile()
 	prof.Drain = sim.Dist{Median: 5 * time.Minute, Spread: 0.9} // drains have long tails
 	var refill, lock time.Duration
@@ -94,7 +94,7 @@ func BenchmarkSimulateNodes(b *testing.B) {
 			sizes = pol.sizes
 		}
 		for _, n := range sizes {
-			labels := map[string]string{pt.PoolKey: pt.Pool}
+			labels := map[string]string{v1alpha1.LabelPool: pt.Pool}
 			if v1alpha1.ActuatorOf(&pol.ro().Spec) == v1alpha1.ActuatorGPUOperator {
 				labels[v1alpha1.LabelOperatorUpgradeSkip] = "true"
 			}

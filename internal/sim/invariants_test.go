@@ -93,7 +93,7 @@ func randomConfig(seed uint64) sim.Hooked {
 		case 1:
 			nodes[i].Ready = false
 		case 2:
-			nodes[i].Labels = map[string]string{pt.PoolKey: "a100"} // not selected
+			nodes[i].Labels = map[string]string{v1alpha1.LabelPool: "a100"} // not selected
 		}
 	}
 	prof := sim.DefaultProfile()

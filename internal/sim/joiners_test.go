@@ -31,7 +31,7 @@ func addJoiners(seed uint64, cfg *sim.Config) {
 		return
 	}
 	at := func() time.Duration { return time.Duration(r.IntN(72*60)) * time.Minute }
-	pool := map[string]string{pt.PoolKey: pt.Pool}
+	pool := map[string]string{v1alpha1.LabelPool: pt.Pool}
 	present := len(cfg.Nodes)
 	for k := range r.IntN(4) {
 		// Not in the cluster yet: no labels, so no rollout selects it.
@@ -103,7 +103,7 @@ func joinBreaks() []struct {
 	cfg  func() sim.Hooked
 	brk  func(*sim.Hooked)
 } {
-	pool := map[string]string{pt.PoolKey: pt.Pool}
+	pool := map[string]string{v1alpha1.LabelPool: pt.Pool}
 	plan := func(fn sim.PlanFunc) func(*sim.Hooked) { return func(c *sim.Hooked) { c.Plan = fn } }
 	// A canary that passes and waits for an approval nobody gives, and a
 	// new node (gpu-90, no driver) that registers meanwhile.
@@ -169,7 +169,7 @@ func joinBreaks() []struct {
 			// As the planner did before nodes could leave: a canary no
 			// longer found is no canary at all.
 			for _, name := range s.Rollout.Status.Canary.Nodes {
-				if !slices.ContainsFunc(s.Nodes, func(n planner.Node) bool { return n.Name == name && n.Labels[pt.PoolKey] == pt.Pool }) {
+				if !slices.ContainsFunc(s.Nodes, func(n planner.Node) bool { return n.Name == name && n.Labels[v1alpha1.LabelPool] == pt.Pool }) {
 					ro := s.Rollout.DeepCopy()
 					ro.Status.Canary = v1alpha1.CanaryStatus{}
 					ro.Spec.Canary = v1alpha1.CanarySpec{}

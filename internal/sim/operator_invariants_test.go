@@ -44,7 +44,7 @@ func randomOperatorConfig(seed uint64) sim.Config {
 	n := 3 + r.IntN(28)
 	nodes := pt.Nodes("gpu", n)
 	for i := range nodes {
-		l := map[string]string{pt.PoolKey: pt.Pool}
+		l := map[string]string{v1alpha1.LabelPool: pt.Pool}
 		if r.IntN(10) > 0 {
 			l[v1alpha1.LabelOperatorUpgradeSkip] = "true"
 		}

@@ -38,7 +38,7 @@ func TestLowerBoundWaitsForTheWindow(t *testing.T) {
 	// Created on a Monday at 10:00; nodes may start Tue–Thu 22:00–02:00 UTC.
 	ro := pt.Rollout("r").Canary(1).AutoApprove().Parallel(2).MaxUnavailable(2).
 		Window("22:00", "02:00", "UTC", v1alpha1.Tuesday, v1alpha1.Wednesday, v1alpha1.Thursday).Build()
-	nodes := sim.Nodes(12, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	nodes := sim.Nodes(12, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
 	res, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: steady(), Tick: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestLowerBoundWaitsForTheWindow(t *testing.T) {
 // bound is the canary then the rest shared over the slots, as before.
 func TestLowerBoundWithoutWindowsIsTheSpread(t *testing.T) {
 	ro := pt.Rollout("r").Canary(1).AutoApprove().Parallel(3).MaxUnavailable(3).Build()
-	nodes := sim.Nodes(10, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	nodes := sim.Nodes(10, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
 	res, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: steady()})
 	if err != nil {
 		t.Fatal(err)

@@ -65,10 +65,10 @@ func addRivals(seed uint64, cfg *sim.Hooked) {
 		case 0: // the same pool
 		case 1: // a superset: both pools
 			ro.Spec.NodeSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: pt.PoolKey, Operator: metav1.LabelSelectorOpIn, Values: []string{pt.Pool, "a100"},
+				Key: v1alpha1.LabelPool, Operator: metav1.LabelSelectorOpIn, Values: []string{pt.Pool, "a100"},
 			}}}
 		case 2: // another pool: no overlap
-			ro.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{pt.PoolKey: "a100"}}
+			ro.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPool: "a100"}}
 		}
 		created := time.Duration(0)
 		if r.IntN(2) == 0 {

@@ -152,7 +152,7 @@ func TestGoldenTranscripts(t *testing.T) {
 				pt.Node("gpu-02").Build(),
 				pt.Node("gpu-03").NotReady().Build(),
 				pt.Node("gpu-04").Build(),
-				pt.Node("gpu-05").Labels(pt.PoolKey, pt.Pool, planner.LabelDriver, pt.Previous, "gpufleet.io/remediation", "true").Build(),
+				pt.Node("gpu-05").Labels(v1alpha1.LabelPool, pt.Pool, v1alpha1.LabelDriver, pt.Previous, "gpufleet.io/remediation", "true").Build(),
 			},
 			script: []sim.Event{
 				{At: 3 * time.Hour, Do: func(w *sim.World) { w.SetReady("gpu-03", true) }},
@@ -210,7 +210,7 @@ func golden(t *testing.T, path, got string) {
 // and never marked upgrade-required again. The rollout must not wait for
 // that for ever: the canary soaks where it is, and the rollout completes.
 func TestOperatorCanaryUpgradedBeforeItsHold(t *testing.T) {
-	nodes := sim.Nodes(50, "gpu", map[string]string{pt.PoolKey: pt.Pool}, pt.Previous)
+	nodes := sim.Nodes(50, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
 	ro := pt.Rollout("r").Canary(1).Parallel(10).MaxUnavailablePercent("20%").Budget(5).Build()
 	ro.Spec.Actuator = v1alpha1.ActuatorGPUOperator
 	res, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: sim.DefaultProfile(), Tick: time.Minute, ApproveWhenAsked: true, Record: true})

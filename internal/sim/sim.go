@@ -184,16 +184,16 @@ type Segment struct {
 
 // Nodes builds n Ready, schedulable nodes named prefix-NNN carrying labels
 // and, as every node gpufleet manages does, the driver label
-// (planner.LabelDriver), all reporting driver version. The nodes share one
+// (v1alpha1.LabelDriver), all reporting driver version. The nodes share one
 // label map.
 func Nodes(n int, prefix string, labels map[string]string, version string) []planner.Node {
 	width := len(fmt.Sprint(max(n, 100) - 1))
-	if _, ok := labels[planner.LabelDriver]; !ok {
+	if _, ok := labels[v1alpha1.LabelDriver]; !ok {
 		labels = maps.Clone(labels)
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[planner.LabelDriver] = version
+		labels[v1alpha1.LabelDriver] = version
 	}
 	out := make([]planner.Node, n)
 	for i := range out {

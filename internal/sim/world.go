@@ -376,7 +376,7 @@ func (w *World) Join(name string, labels map[string]string, driver string) {
 	n := &w.nodes[i]
 	w.gen[i]++ // whatever was under way on an earlier life of the node is over
 	n.Labels = maps.Clone(labels)
-	delete(n.Labels, planner.LabelDriver)
+	delete(n.Labels, v1alpha1.LabelDriver)
 	n.Owner, n.Phase, n.Since, n.Failed, n.AdminCordoned = "", "", time.Time{}, false, false
 	n.Drained, n.DriverFailed, n.Signals = false, false, nil
 	n.DriverVersion, n.DriverReady = driver, driver != ""
@@ -515,11 +515,11 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 	// The labels the actuator writes: the driver (flipped, or set as the
 	// node settles or joins) and, on a join, the pool. Unchanged labels
 	// keep the map the node shares with its pool.
-	if t.Driver != "" && n.Labels[planner.LabelDriver] != t.Driver {
-		w.setLabels(i, planner.LabelDriver, t.Driver)
+	if t.Driver != "" && n.Labels[v1alpha1.LabelDriver] != t.Driver {
+		w.setLabels(i, v1alpha1.LabelDriver, t.Driver)
 	}
-	if t.Pool != "" && n.Labels[planner.LabelPool] != t.Pool {
-		w.setLabels(i, planner.LabelPool, t.Pool)
+	if t.Pool != "" && n.Labels[v1alpha1.LabelPool] != t.Pool {
+		w.setLabels(i, v1alpha1.LabelPool, t.Pool)
 	}
 	if t.Driver != "" && (t.Driver != n.DriverVersion || !n.DriverReady) {
 		w.flipDriver(i, t.Driver, t.Driver == r.ro.Spec.PreviousVersion)

@@ -17,7 +17,6 @@ import (
 const (
 	Target   = "580.95.05"
 	Previous = "570.172.08"
-	PoolKey  = v1alpha1.LabelPool
 	Pool     = "h100"
 )
 
@@ -33,7 +32,7 @@ func Rollout(name string) *RolloutBuilder {
 		Spec: v1alpha1.DriverRolloutSpec{
 			TargetVersion:   Target,
 			PreviousVersion: Previous,
-			NodeSelector:    metav1.LabelSelector{MatchLabels: map[string]string{PoolKey: Pool}},
+			NodeSelector:    metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelPool: Pool}},
 			ParallelNodes:   1,
 		},
 	}}
@@ -160,10 +159,10 @@ func (b *RolloutBuilder) Build() *v1alpha1.DriverRollout { return b.r.DeepCopy()
 type NodeBuilder struct{ n planner.Node }
 
 // Node starts a Ready, schedulable h100 node on the previous driver,
-// labelled with it (planner.LabelDriver) as every node gpufleet manages is.
+// labelled with it (v1alpha1.LabelDriver) as every node gpufleet manages is.
 func Node(name string) *NodeBuilder {
 	return &NodeBuilder{n: planner.Node{
-		Name: name, Labels: map[string]string{PoolKey: Pool, planner.LabelDriver: Previous}, Ready: true,
+		Name: name, Labels: map[string]string{v1alpha1.LabelPool: Pool, v1alpha1.LabelDriver: Previous}, Ready: true,
 		DriverReady: true, DriverVersion: Previous,
 	}}
 }
@@ -217,9 +216,9 @@ func (b *NodeBuilder) Drained() *NodeBuilder { b.n.Drained = true; return b }
 // driver label to that version when the node carries one.
 func (b *NodeBuilder) Driver(ready bool, version string) *NodeBuilder {
 	b.n.DriverReady, b.n.DriverVersion = ready, version
-	if _, ok := b.n.Labels[planner.LabelDriver]; ok && version != "" {
+	if _, ok := b.n.Labels[v1alpha1.LabelDriver]; ok && version != "" {
 		b.n.Labels = maps.Clone(b.n.Labels)
-		b.n.Labels[planner.LabelDriver] = version
+		b.n.Labels[v1alpha1.LabelDriver] = version
 	}
 	return b
 }
@@ -228,7 +227,7 @@ func (b *NodeBuilder) Driver(ready bool, version string) *NodeBuilder {
 // created (or one adopted from a fleet that never had the label) lacks it.
 func (b *NodeBuilder) Unlabelled() *NodeBuilder {
 	b.n.Labels = maps.Clone(b.n.Labels)
-	delete(b.n.Labels, planner.LabelDriver)
+	delete(b.n.Labels, v1alpha1.LabelDriver)
 	return b
 }
 
@@ -269,5 +268,5 @@ func RunsDriver(n *planner.Node, version string) {
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
-	n.Labels[planner.LabelDriver] = version
+	n.Labels[v1alpha1.LabelDriver] = version
 }
