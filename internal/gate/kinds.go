@@ -29,8 +29,8 @@ var (
 	KindKustomization = ReadKind{schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}, "kustomizations", true}
 	KindHelmRelease   = ReadKind{schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}, "helmreleases", true}
 	KindDeployment    = ReadKind{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true}
-	KindClusterPolicy = ReadKind{schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicy"}, "clusterpolicies", false}
-	KindNVIDIADriver  = ReadKind{schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}, "nvidiadrivers", false}
+	KindClusterPolicy = ReadKind{schema.FromAPIVersionAndKind(v1alpha1.ClusterPolicyAPIVersion, v1alpha1.KindClusterPolicy), "clusterpolicies", false}
+	KindNVIDIADriver  = ReadKind{schema.FromAPIVersionAndKind(v1alpha1.NVIDIADriverAPIVersion, v1alpha1.KindNVIDIADriver), "nvidiadrivers", false}
 	KindNode          = ReadKind{corev1.SchemeGroupVersion.WithKind("Node"), "nodes", false}
 	KindDriverRollout = ReadKind{v1alpha1.GroupVersion.WithKind(v1alpha1.KindDriverRollout), "driverrollouts", false}
 )

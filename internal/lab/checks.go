@@ -49,8 +49,8 @@ func (w *Play) checkDriverPlacement(cluster string) {
 	ctx := w.Context()
 	c := w.Client(cluster)
 	drivers := &unstructured.UnstructuredList{}
-	drivers.SetAPIVersion("nvidia.com/v1alpha1")
-	drivers.SetKind("NVIDIADriverList")
+	drivers.SetAPIVersion(v1alpha1.NVIDIADriverAPIVersion)
+	drivers.SetKind(v1alpha1.KindNVIDIADriver + "List")
 	if err := c.List(ctx, drivers); err != nil {
 		w.T.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func (s *fleetStory) firstSync() {
 		s.rev = w.Push()
 		probes := map[string][4]string{ // step -> apiVersion, kind, namespace, name
 			"operators": {"apps/v1", "Deployment", "gpu-operator", "gpu-operator"},
-			"config":    {"nvidia.com/v1alpha1", "NVIDIADriver", "", render.NVIDIADriverName(PoolName, DriverStable)},
+			"config":    {v1alpha1.NVIDIADriverAPIVersion, v1alpha1.KindNVIDIADriver, "", render.NVIDIADriverName(PoolName, DriverStable)},
 			"lifecycle": {"gpufleet.io/v1alpha1", "DriverRollout", "", ReleaseStable},
 		}
 		for _, c := range StoryClusters() {
@@ -161,11 +161,11 @@ func (s *fleetStory) firstSync() {
 			w.Eventually(2*time.Minute, c+": ClusterPolicy and NVIDIADrivers ready", func() (bool, string) {
 				var objs []*unstructured.Unstructured
 				policies := &unstructured.UnstructuredList{}
-				policies.SetAPIVersion("nvidia.com/v1")
-				policies.SetKind("ClusterPolicyList")
+				policies.SetAPIVersion(v1alpha1.ClusterPolicyAPIVersion)
+				policies.SetKind(v1alpha1.KindClusterPolicy + "List")
 				drivers := &unstructured.UnstructuredList{}
-				drivers.SetAPIVersion("nvidia.com/v1alpha1")
-				drivers.SetKind("NVIDIADriverList")
+				drivers.SetAPIVersion(v1alpha1.NVIDIADriverAPIVersion)
+				drivers.SetKind(v1alpha1.KindNVIDIADriver + "List")
 				if err := w.Client(c).List(w.Context(), policies); err != nil {
 					return false, err.Error()
 				}
