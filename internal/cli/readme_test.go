@@ -136,7 +136,7 @@ func TestReadmePromotion(t *testing.T) {
 	}
 	// Started before the working directory moves: the testbed finds its
 	// programs from it.
-	tb := testbed.New(t, testbed.Options{Clusters: f.ClusterNames(), CRDDirs: crds, Scheme: testbed.NewScheme()})
+	tb := testbed.New(t, testbed.Options{Clusters: f.ClusterNames(), CRDDirs: crds, Scheme: testbed.NewScheme(), Kube: true, Kwok: true})
 	t.Setenv("KUBECONFIG", tb.Kubeconfig)
 	dir := exampleDir(t)
 	if err := os.Rename(filepath.Join(dir, "examples", "fleet.toml"), filepath.Join(dir, "fleet.toml")); err != nil {

@@ -58,7 +58,7 @@ func TestExplainOnRealCluster(t *testing.T) {
 	if err != nil {
 		t.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(t, testbed.Options{Clusters: []string{cluster}, CRDDirs: crds, Scheme: testbed.NewScheme()})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{cluster}, CRDDirs: crds, Scheme: testbed.NewScheme(), Kube: true, Kwok: true})
 	ctx := t.Context()
 	c := tb.Cluster(cluster).Client
 	e := gate.Expect(f, cluster, rev)

@@ -42,7 +42,7 @@ func BenchmarkGate(b *testing.B) {
 	if err != nil {
 		b.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(b, testbed.Options{Clusters: benchServers, CRDDirs: crds, Scheme: testbed.NewScheme()})
+	tb := testbed.New(b, testbed.Options{Clusters: benchServers, CRDDirs: crds, Scheme: testbed.NewScheme(), Kube: true, Kwok: true})
 	for _, c := range tb.Clusters() {
 		if _, err := gatetest.Arrange(b.Context(), c.Client, gate.Expect(f, names[0], rev)); err != nil {
 			b.Fatal(err)

@@ -108,8 +108,11 @@ func lastNode(t testing.TB, c client.Client, node string) (unfinish, finish func
 			t.Error(err)
 			return
 		}
+		base := n.DeepCopy()
 		n.Labels[v1alpha1.LabelGFDDriverFull] = driver
-		if err := c.Update(context.Background(), &n); err != nil {
+		// A merge patch: kwok and the node lifecycle controller write
+		// the node too, so an update could conflict.
+		if err := c.Patch(context.Background(), &n, client.MergeFrom(base)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -153,7 +156,7 @@ func BenchmarkWaitLatency(b *testing.B) {
 	if err != nil {
 		b.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(b, testbed.Options{Clusters: []string{"prod-h100-b"}, CRDDirs: crds, Scheme: testbed.NewScheme()})
+	tb := testbed.New(b, testbed.Options{Clusters: []string{"prod-h100-b"}, CRDDirs: crds, Scheme: testbed.NewScheme(), Kube: true, Kwok: true})
 	c := tb.Cluster("prod-h100-b").Client
 	if _, err := gatetest.Arrange(b.Context(), c, gate.Expect(f, "prod-h100-b", rev)); err != nil {
 		b.Fatal(err)

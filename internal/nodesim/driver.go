@@ -23,7 +23,9 @@ import (
 // driver pods as DaemonSet pods and skips them, as it must on real clusters.
 const DriverDaemonSet = "nvidia-driver-daemonset"
 
-const driverContainer = "nvidia-driver-ctr"
+// DriverContainer is the name of the driver container in the GPU
+// Operator's driver pods; its image tag carries the driver version.
+const DriverContainer = "nvidia-driver-ctr"
 
 // ensureDriverDaemonSet creates the driver namespace and DaemonSet unless
 // they exist, and remembers the DaemonSet's UID for owner references.
@@ -41,7 +43,7 @@ func (s *Sim) ensureDriverDaemonSet(ctx context.Context) error {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					NodeSelector: map[string]string{v1alpha1.LabelGPUPresent: "true"},
-					Containers:   []corev1.Container{{Name: driverContainer, Image: "nvidia/driver"}},
+					Containers:   []corev1.Container{{Name: DriverContainer, Image: "nvidia/driver"}},
 				},
 			},
 		},
@@ -83,7 +85,7 @@ func (s *Sim) createDriverPod(ctx context.Context, node, version string, now tim
 		},
 		Spec: corev1.PodSpec{
 			NodeName:   node,
-			Containers: []corev1.Container{{Name: driverContainer, Image: "nvidia/driver:" + version}},
+			Containers: []corev1.Container{{Name: DriverContainer, Image: "nvidia/driver:" + version}},
 			// The real driver pod tolerates every taint, so a cordon or a
 			// quarantine taint never evicts it.
 			Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
@@ -137,7 +139,7 @@ func (s *Sim) syncDriver(ctx context.Context, n *corev1.Node, bound []*corev1.Po
 		}
 		// GPU Feature Discovery relabels the node once the new driver runs.
 		s.opts.Logf("nodesim: node %s: %s", node, plan.reason)
-		return s.updateNodeLabels(ctx, node, driverVersionLabels(want))
+		return s.setLoaded(ctx, node, want)
 	case plan.fail != "":
 		s.opts.Logf("nodesim: node %s: %s", node, plan.reason)
 		return s.setDriverPodStatus(ctx, plan.fail, uids[plan.fail], driverPodCrashing(now))
@@ -176,7 +178,7 @@ func driverPodInstalling(now time.Time) corev1.PodStatus {
 			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: t},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: driverContainer, Image: "nvidia/driver",
+			Name: DriverContainer, Image: "nvidia/driver",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 				Reason: "ContainerCreating", Message: "installing the driver (simulated)",
 			}},
@@ -196,7 +198,7 @@ func driverPodRunning(now time.Time) corev1.PodStatus {
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: t},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: driverContainer, Image: "nvidia/driver", Ready: true, Started: ptr.To(true),
+			Name: DriverContainer, Image: "nvidia/driver", Ready: true, Started: ptr.To(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
 		}},
 	}
@@ -215,10 +217,10 @@ func driverPodCrashing(now time.Time) corev1.PodStatus {
 			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: t},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: driverContainer, Image: "nvidia/driver", Ready: false, RestartCount: 5, Started: ptr.To(false),
+			Name: DriverContainer, Image: "nvidia/driver", Ready: false, RestartCount: 5, Started: ptr.To(false),
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 				Reason:  "CrashLoopBackOff",
-				Message: "back-off 5m0s restarting failed container=" + driverContainer + " (simulated install failure)",
+				Message: "back-off 5m0s restarting failed container=" + DriverContainer + " (simulated install failure)",
 			}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ExitCode: 1, Reason: "Error", Message: "could not load the NVIDIA kernel module (simulated)",

@@ -139,12 +139,12 @@ func (s *Sim) setKwokManaged(ctx context.Context, node string, managed bool) err
 }
 
 // syncDriverInstall plays the driver install inside driver pod p on node n.
-// A pod whose version the node's GFD label already reports finds that
-// driver loaded and is Ready at once, as the real driver container skips
-// an install of the loaded version; any other starts installing (its
-// status' startTime marks when) and after the install time is Ready, or
-// crash-loops if its version is bad. Once a pod is Ready the node's GFD
-// labels report its version.
+// A pod whose version is loaded (the node's GFD label reports it, and no
+// install of another version began since) is Ready at once, as the real
+// driver container skips an install of the loaded version; any other
+// starts installing (its status' startTime marks when) and after the
+// install time is Ready, or crash-loops if its version is bad. Once a pod
+// is Ready the node's GFD labels report its version.
 func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.Pod, now time.Time) error {
 	if p.DeletionTimestamp != nil {
 		return nil
@@ -153,12 +153,16 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 	if version == "" {
 		return nil
 	}
-	loaded := n.Labels[v1alpha1.LabelGFDDriverFull]
+	reported := n.Labels[v1alpha1.LabelGFDDriverFull]
+	loaded := reported
+	if n.Annotations[AnnotationDriverUnloaded] == "true" {
+		loaded = ""
+	}
 	switch {
 	case podReady(p):
-		if loaded != version {
+		if reported != version {
 			s.opts.Logf("nodesim: node %s: GFD reports driver %s", n.Name, version)
-			return s.updateNodeLabels(ctx, n.Name, driverVersionLabels(version))
+			return s.setLoaded(ctx, n.Name, version)
 		}
 		return nil
 	case crashLooping(p):
@@ -168,6 +172,20 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodRunning(now)))
 	case p.Status.StartTime == nil:
 		s.opts.Logf("nodesim: node %s: pod %s installing driver %s", n.Name, p.Name, version)
+		if loaded != "" {
+			// The driver container unloads the running driver's kernel
+			// modules before it installs its own: whatever comes of this
+			// install, the version GFD still reports is no longer loaded,
+			// and going back to it (a rollback) installs it again.
+			if err := s.updateNode(ctx, n.Name, func(n *corev1.Node) {
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
+				n.Annotations[AnnotationDriverUnloaded] = "true"
+			}); err != nil {
+				return err
+			}
+		}
 		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodInstalling(now)))
 	case now.Sub(p.Status.StartTime.Time) < s.opts.InstallTime:
 		return nil
@@ -179,8 +197,22 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 		if err := s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodRunning(now))); err != nil {
 			return err
 		}
-		return s.updateNodeLabels(ctx, n.Name, driverVersionLabels(version))
+		return s.setLoaded(ctx, n.Name, version)
 	}
+}
+
+// setLoaded records on node that driver version runs: GFD's labels report
+// it, and it is loaded.
+func (s *Sim) setLoaded(ctx context.Context, node, version string) error {
+	return s.updateNode(ctx, node, func(n *corev1.Node) {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range driverVersionLabels(version) {
+			n.Labels[k] = v
+		}
+		delete(n.Annotations, AnnotationDriverUnloaded)
+	})
 }
 
 // DriverPodVersion returns the driver version a GPU Operator driver pod
@@ -189,7 +221,7 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 // when p is not such a pod.
 func DriverPodVersion(p *corev1.Pod) string {
 	for _, c := range p.Spec.Containers {
-		if c.Name != driverContainer {
+		if c.Name != DriverContainer {
 			continue
 		}
 		_, tag, ok := strings.Cut(c.Image[strings.LastIndex(c.Image, "/")+1:], ":")
@@ -215,7 +247,7 @@ func realDriverPodStatus(p *corev1.Pod, st corev1.PodStatus) corev1.PodStatus {
 	for _, c := range p.Spec.Containers {
 		cs := driver
 		cs.Name, cs.Image = c.Name, c.Image
-		if c.Name != driverContainer && driver.State.Running == nil {
+		if c.Name != DriverContainer && driver.State.Running == nil {
 			// Sidecars wait for the driver container.
 			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
 			cs.Ready, cs.RestartCount = false, 0
@@ -264,7 +296,7 @@ func (s *Sim) keepCrashing(ctx context.Context, p *corev1.Pod, now time.Time) er
 	st := p.Status.DeepCopy()
 	for i := range st.ContainerStatuses {
 		cs := &st.ContainerStatuses[i]
-		if cs.Name != driverContainer || cs.RestartCount >= crashRestarts {
+		if cs.Name != DriverContainer || cs.RestartCount >= crashRestarts {
 			continue
 		}
 		last := cs.LastTerminationState.Terminated

@@ -25,6 +25,10 @@ const (
 	// AnnotationInstallStarted records, on a driver pod, when its install
 	// began (RFC 3339, from the simulator's clock).
 	AnnotationInstallStarted = "nodesim.gpufleet.io/install-started"
+	// AnnotationDriverUnloaded on a node says that a driver pod began
+	// installing another version since GFD's labels last changed: the
+	// version they report is no longer loaded.
+	AnnotationDriverUnloaded = "nodesim.gpufleet.io/driver-unloaded"
 )
 
 // versionRE matches driver versions such as 580.95.05 or 550.54.

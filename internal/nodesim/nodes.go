@@ -162,23 +162,20 @@ func (s *Sim) updateNodeStatus(ctx context.Context, name string, mutate func(*co
 	return nil
 }
 
-// updateNodeLabels sets labels on node name, retrying on conflicts.
-func (s *Sim) updateNodeLabels(ctx context.Context, name string, labels map[string]string) error {
+// updateNode reads node name, lets mutate change it and writes it,
+// retrying on conflicts (kwok, the node lifecycle controller and gpufleet
+// write the same node).
+func (s *Sim) updateNode(ctx context.Context, name string, mutate func(*corev1.Node)) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n := &corev1.Node{}
 		if err := s.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			return err
 		}
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		for k, v := range labels {
-			n.Labels[k] = v
-		}
+		mutate(n)
 		return s.c.Update(ctx, n)
 	})
 	if err != nil {
-		return fmt.Errorf("node %s: update labels: %w", name, err)
+		return fmt.Errorf("node %s: update: %w", name, err)
 	}
 	return nil
 }

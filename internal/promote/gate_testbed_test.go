@@ -30,7 +30,7 @@ func TestPromotionWithTheRealGate(t *testing.T) {
 	if err != nil {
 		t.Skipf("needs the real GPU Operator CRDs: %v", err)
 	}
-	tb := testbed.New(t, testbed.Options{Clusters: []string{"stg-h100", "prod-h100-a"}, CRDDirs: crds, Scheme: testbed.NewScheme()})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{"stg-h100", "prod-h100-a"}, CRDDirs: crds, Scheme: testbed.NewScheme(), Kube: true, Kwok: true})
 	realGate := RealGate(dir, tb.Kubeconfig, 20*time.Second, nil)
 	apply := func(m Mutation) error {
 		_, err := Apply(t.Context(), Options{FleetFile: path, Mutation: m, Gate: realGate})
@@ -76,8 +76,11 @@ func TestPromotionWithTheRealGate(t *testing.T) {
 		if err := c.Get(t.Context(), client.ObjectKey{Name: "h100-5"}, &n); err != nil {
 			t.Fatal(err)
 		}
+		base := n.DeepCopy()
 		n.Labels["nvidia.com/cuda.driver-version.full"] = version
-		if err := c.Update(t.Context(), &n); err != nil {
+		// A merge patch: kwok and the node lifecycle controller write
+		// the node too, so an update could conflict.
+		if err := c.Patch(t.Context(), &n, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
 	}

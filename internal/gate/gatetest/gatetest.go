@@ -3,7 +3,9 @@
 // of promotion can run the real gate against real API servers. Objects are
 // created through the API server (their CRDs must be installed), with the
 // statuses Flux, helm-controller and the GPU Operator would set; GPU nodes
-// come from the node agent.
+// come from the node agent, kwok is their kubelet, and their driver pods
+// come from a driver DaemonSet (package nodesimtest) run by the real
+// DaemonSet controller.
 package gatetest
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -49,8 +52,11 @@ var LastTransition = metav1.Date(2026, 12, 1, 0, 0, 0, 0, metav1.Now().Location(
 // Arrange makes cluster e.Cluster look converged on e: Flux Kustomizations
 // Ready at e.Revision, HelmReleases Ready at their chart versions, the
 // ClusterPolicy and NVIDIADrivers ready, the DriverRollout completed, and
-// every GPU node created by the node agent on e.Release's driver. It
-// returns the node agent, synced once (the caller may Run it).
+// every GPU node created by the node agent on e.Release's driver, Ready,
+// with a Ready driver pod of the driver DaemonSet the GPU Operator would
+// run. The cluster must run kube-controller-manager, kube-scheduler and
+// kwok (testbed.Options Kube and Kwok). It returns the node agent, synced
+// until then (the caller may Run it).
 func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Sim, error) {
 	for _, ns := range namespaces(e) {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -85,15 +91,15 @@ func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Si
 			return nil, err
 		}
 	}
-	sim := nodesim.New(c, nodesim.Options{})
+	sim := nodesim.New(c, nodesim.Options{Kwok: true, DriverNamespace: e.GPUOperatorNamespace})
 	total := int32(0)
 	for _, p := range e.Pools {
-		if _, err := sim.AddPool(ctx, nodesim.Pool{Name: p.Name, Product: p.Product, Nodes: p.Nodes, Driver: e.Release.Driver}); err != nil {
+		if _, err := nodesimtest.AddPool(ctx, c, sim, e.GPUOperatorNamespace, nodesim.Pool{Name: p.Name, Product: p.Product, Nodes: p.Nodes, Driver: e.Release.Driver}); err != nil {
 			return nil, fmt.Errorf("node agent: %w", err)
 		}
 		total += int32(p.Nodes)
 	}
-	if err := sim.Sync(ctx); err != nil {
+	if err := nodesimtest.WaitReady(ctx, c, e.GPUOperatorNamespace, e.Release.Driver, sim.Nodes(), sim.Sync); err != nil {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	if e.Actuator == v1alpha1.ActuatorGPUOperator {
