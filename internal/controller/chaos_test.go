@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -43,8 +44,9 @@ func chaosSettings(t *testing.T) (first uint64, seeds, kills int) {
 }
 
 // chaosCluster is a fresh testbed cluster for one run: the CRD, the
-// controller's RBAC and the admission policy installed, and a node
-// simulator playing kubelet and driver.
+// controller's RBAC and the admission policy installed, kwok the kubelet,
+// the driver DaemonSets of both versions, and a node simulator playing
+// the driver install.
 type chaosCluster struct {
 	cl  *testbed.Cluster
 	c   client.WithWatch
@@ -56,7 +58,7 @@ type chaosCluster struct {
 
 func newChaosCluster(t *testing.T) *chaosCluster {
 	t.Helper()
-	tb := testbed.New(t, testbed.Options{CRDDirs: []string{"../../config/crd/bases"}, Scheme: testScheme()})
+	tb := testbed.New(t, testbed.Options{CRDDirs: []string{"../../config/crd/bases"}, Scheme: testScheme(), Kube: true, Kwok: true})
 	cl := tb.Clusters()[0]
 	ctx := t.Context()
 	if err := installAdmission(ctx, cl.Client); err != nil {
@@ -66,7 +68,10 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := nodesim.New(cl.Client, nodesim.Options{InstallTime: 500 * time.Millisecond, Resync: 200 * time.Millisecond, RunPods: true})
+	if err := nodesimtest.DriverDaemonSets(ctx, cl.Client, driverNamespace, oldDriver, newDriver); err != nil {
+		t.Fatal(err)
+	}
+	sim := nodesim.New(cl.Client, nodesim.Options{Kwok: true, DriverNamespace: driverNamespace, InstallTime: 500 * time.Millisecond, Resync: 200 * time.Millisecond})
 	simCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -129,11 +134,14 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 		{Name: "chaos-h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 12, Driver: oldDriver},
 		{Name: "chaos-a100", Product: "NVIDIA-A100-SXM4-80GB", Nodes: 12, Driver: oldDriver},
 	} {
-		names, err := cc.sim.AddPool(ctx, p)
+		names, err := nodesimtest.AddPool(ctx, cc.cl.Client, cc.sim, driverNamespace, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, names...)
+	}
+	if err := nodesimtest.WaitReady(ctx, cc.cl.Client, driverNamespace, oldDriver, nodes, nil); err != nil {
+		t.Fatal(err)
 	}
 	slices.Sort(nodes)
 	// Two nodes cordoned by an admin and one under remediation, chosen by
@@ -384,8 +392,11 @@ func TestLeaderElectionHandover(t *testing.T) {
 	bin := buildController(t)
 	ctx := t.Context()
 	cc := newChaosCluster(t)
-	nodes, err := cc.sim.AddPool(ctx, nodesim.Pool{Name: "ha", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 5, Driver: oldDriver})
+	nodes, err := nodesimtest.AddPool(ctx, cc.cl.Client, cc.sim, driverNamespace, nodesim.Pool{Name: "ha", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 5, Driver: oldDriver})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodesimtest.WaitReady(ctx, cc.cl.Client, driverNamespace, oldDriver, nodes, nil); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig := serviceAccountKubeconfig(t, cc.cl.Config)

@@ -389,8 +389,10 @@ func TestBudgetPauseAbort(t *testing.T) {
 	})
 }
 
-// slowPod is a pod on node whose termination takes grace seconds (the node
-// simulator removes it once the grace period is over).
+// slowPod is a pod on node whose termination takes grace seconds. kwok
+// removes a deleted pod at once, so a finalizer of the test's holds the
+// pod until its grace period is over, as a container that takes its time
+// to stop would.
 func slowPod(t *testing.T, ns, name, node string, grace int64, labels map[string]string) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{
@@ -398,10 +400,54 @@ func slowPod(t *testing.T, ns, name, node string, grace int64, labels map[string
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
 	}
+	if grace > 0 {
+		p.Finalizers = []string{slowStop}
+	}
 	if err := suite.c.Create(context.Background(), p); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
+	if grace > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			stopSlowly(ctx, client.ObjectKeyFromObject(p), time.Duration(grace)*time.Second)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	return p
+}
+
+// slowStop is the finalizer that keeps a slowPod until its grace period
+// is over.
+const slowStop = "test.gpufleet.io/slow-stop"
+
+// stopSlowly waits for the pod to be deleted and removes its finalizer
+// grace after it saw the deletion (kwok's own delete shortens the pod's
+// deletionTimestamp to the moment it came), or when ctx ends, so that the
+// pod never outlives its test.
+func stopSlowly(ctx context.Context, key client.ObjectKey, grace time.Duration) {
+	var deleted time.Time
+	for {
+		p := &corev1.Pod{}
+		if err := suite.c.Get(context.Background(), key, p); err != nil {
+			return
+		}
+		if p.DeletionTimestamp != nil && deleted.IsZero() {
+			deleted = time.Now()
+		}
+		if ctx.Err() != nil || (!deleted.IsZero() && time.Since(deleted) >= grace) {
+			base := p.DeepCopy()
+			p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == slowStop })
+			if err := suite.c.Patch(context.Background(), p, client.MergeFrom(base)); err == nil || apierrors.IsNotFound(err) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func ensureNamespace(t *testing.T, name string) {
@@ -459,26 +505,17 @@ func TestPDBAndDrainTimeout(t *testing.T) {
 	if err := suite.c.Create(ctx, pdb); err != nil {
 		t.Fatal(err)
 	}
-	// No disruption controller runs here: write the status it would, one
-	// disruption allowed of two healthy pods.
-	waitFor(t, 10*time.Second, "pods running", func() (bool, string) {
-		var pods corev1.PodList
-		_ = suite.c.List(ctx, &pods, client.InNamespace("pdb"))
-		ready := 0
-		for i := range pods.Items {
-			if podReady(&pods.Items[i]) {
-				ready++
-			}
+	// The real disruption controller computes the budget once kwok runs
+	// both pods: one disruption allowed of two healthy pods.
+	waitFor(t, 20*time.Second, "the budget computed", func() (bool, string) {
+		got := &policyv1.PodDisruptionBudget{}
+		if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
+			return false, err.Error()
 		}
-		return ready == 2, fmt.Sprintf("%d ready", ready)
+		st := got.Status
+		return st.ObservedGeneration == got.Generation && st.DisruptionsAllowed == 1 && st.CurrentHealthy == 2 && st.ExpectedPods == 2,
+			fmt.Sprintf("%+v", st)
 	})
-	pdb.Status = policyv1.PodDisruptionBudgetStatus{
-		ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1,
-		CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2,
-	}
-	if err := suite.c.Status().Update(ctx, pdb); err != nil {
-		t.Fatal(err)
-	}
 	startController(t, RealClock{}, nil)
 	ro := newRollout("pdb", "pdb", oldDriver, newDriver)
 	ro.Spec.Timeouts.Drain = metav1.Duration{Duration: 4 * time.Second}

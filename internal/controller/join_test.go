@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 )
 
 // TestJoiningNodeLabelledAtOnce: on a real API server, under the admission
@@ -41,7 +42,7 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 	create(t, ro)
 
 	began := time.Now()
-	names, err := suite.sim.AddPool(ctx, nodesim.Pool{Name: "joins", Product: product, Nodes: 1, Provisioned: true})
+	names, err := nodesimtest.AddPool(ctx, c, suite.sim, driverNamespace, nodesim.Pool{Name: "joins", Product: product, Nodes: 1, Provisioned: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,11 +266,19 @@ func TestAdmissionPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patch := func(c client.Client, edit func(*corev1.Node)) error {
-		cur := getNode(t, name)
-		want := cur.DeepCopy()
-		edit(want)
-		return c.Patch(ctx, want, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+	// The node lifecycle controller taints the node (no kubelet reports
+	// it): a conflict is its write, not a refusal, and is tried again.
+	patch := func(c client.Client, edit func(*corev1.Node)) (err error) {
+		for range 10 {
+			cur := getNode(t, name)
+			want := cur.DeepCopy()
+			edit(want)
+			err = c.Patch(ctx, want, client.MergeFromWithOptions(cur, client.MergeFromWithOptimisticLock{}))
+			if !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+		return err
 	}
 	refused := func(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) }
 	tests := []struct {

@@ -22,15 +22,24 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// The envtest suite: one real kube-apiserver + etcd for the package, one
-// node simulator playing kubelet and GPU driver for every test's pool. Each
-// test runs its own controller manager (in-process, for real) against its
-// own pool of nodes and stops it at the end; tests run one at a time, so
-// only one controller acts at once.
+// The envtest suite: one real cluster for the package (kube-apiserver and
+// etcd, kube-controller-manager and kube-scheduler, kwok as the kubelet),
+// one node simulator playing NFD, GFD and the driver install for every
+// test's pool, and for each driver version the DaemonSet the GPU
+// Operator's NVIDIADriver would run (package nodesimtest), whose pods the
+// real DaemonSet controller puts on the nodes as their gpufleet.io/driver
+// labels say. Each test runs its own controller manager (in-process, for
+// real) against its own pool of nodes and stops it at the end; tests run
+// one at a time, so only one controller acts at once.
+
+// driverNamespace holds the driver DaemonSets and their pods, as the GPU
+// Operator's namespace does.
+const driverNamespace = "gpu-operator"
 
 var suite struct {
 	once sync.Once
@@ -77,7 +86,7 @@ func testScheme() *runtime.Scheme {
 func env(t testing.TB) client.Client {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("envtest: skipped under -short (needs kube-apiserver and etcd from `make testbin`)")
+		t.Skip("envtest: skipped under -short (needs the testbed's programs from `make testbin`)")
 	}
 	suite.once.Do(func() {
 		// The generated CRD as it is: a schema or CEL rule the API server
@@ -85,6 +94,8 @@ func env(t testing.TB) client.Client {
 		tb, err := testbed.Start(context.Background(), testbed.Options{
 			CRDDirs: []string{"../../config/crd/bases"},
 			Scheme:  testScheme(),
+			Kube:    true,
+			Kwok:    true,
 		})
 		if err != nil {
 			suite.err = err
@@ -100,7 +111,7 @@ func env(t testing.TB) client.Client {
 			suite.err = err
 			return
 		}
-		suite.sim = nodesim.New(cl.Client, nodesim.Options{InstallTime: time.Second, Resync: 200 * time.Millisecond, RunPods: true})
+		suite.sim = nodesim.New(cl.Client, nodesim.Options{Kwok: true, DriverNamespace: driverNamespace, InstallTime: time.Second, Resync: 200 * time.Millisecond})
 		ctx, cancel := context.WithCancel(context.Background())
 		suite.stop = cancel
 		suite.done = make(chan struct{})
@@ -158,23 +169,25 @@ func (r *controllerRun) stop() {
 }
 
 // pool creates a pool of n simulated GPU nodes named after the test, and a
-// CPU node beside them that no rollout may touch.
+// CPU node beside them (kwok its kubelet too) that no rollout may touch.
 func pool(t *testing.T, name string, n int, driver string) (nodes []string, cpu string) {
 	t.Helper()
 	ctx := context.Background()
-	nodes, err := suite.sim.AddPool(ctx, nodesim.Pool{Name: name, Product: "NVIDIA-H100-80GB-HBM3", Nodes: n, Driver: driver})
+	nodes, err := nodesimtest.AddPool(ctx, suite.c, suite.sim, driverNamespace, nodesim.Pool{Name: name, Product: "NVIDIA-H100-80GB-HBM3", Nodes: n, Driver: driver})
 	if err != nil {
 		t.Fatalf("add pool: %v", err)
 	}
+	// A pool a rollout starts on has been running: its nodes Ready, on
+	// their driver.
+	if err := nodesimtest.WaitReady(ctx, suite.c, driverNamespace, driver, nodes, nil); err != nil {
+		t.Fatal(err)
+	}
 	cpu = name + "-cpu"
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: cpu, Labels: map[string]string{"gpufleet.io/pool": name}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: cpu, Labels: map[string]string{
+		v1alpha1.LabelPool: name, testbed.KwokNodeLabel: "fake",
+	}}}
 	if err := suite.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create cpu node: %v", err)
-	}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := suite.c.Status().Update(ctx, node); err != nil {
-		t.Fatalf("cpu node status: %v", err)
 	}
 	return nodes, cpu
 }
@@ -201,10 +214,17 @@ func newRollout(name, pool, from, to string) *v1alpha1.DriverRollout {
 }
 
 // create creates ro and deletes it when the test ends (while the test's
-// controller still runs, so the finalizer releases the nodes).
+// controller still runs, so the finalizer releases the nodes). The driver
+// DaemonSets of its target and previous versions run first, as the GPU
+// Operator runs the NVIDIADrivers render writes for both.
 func create(t testing.TB, ro *v1alpha1.DriverRollout) {
 	t.Helper()
 	ctx := context.Background()
+	for _, v := range []string{ro.Spec.TargetVersion, ro.Spec.PreviousVersion} {
+		if err := nodesimtest.DriverDaemonSets(ctx, suite.c, driverNamespace, v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := suite.c.Create(ctx, ro); err != nil {
 		t.Fatalf("create rollout: %v", err)
 	}
