@@ -1,7 +1,8 @@
-// Command gpufleet-nodesim simulates GPU nodes on a Kubernetes API server
-// that has no kubelets or GPUs behind it, for demos: it creates the nodes of
-// each pool, keeps them Ready, finishes pod deletions and plays the GPU
-// driver DaemonSet. See package nodesim.
+// Command gpufleet-nodesim simulates GPU nodes on a Kubernetes cluster
+// that has no GPUs behind it, for demos: it registers the nodes of each pool
+// for kwok (which must run as their kubelet) with the labels NFD and GFD
+// would set, and plays the driver install inside the GPU Operator's driver
+// pods on them. See package nodesim.
 //
 //	gpufleet-nodesim --kubeconfig FILE [--context C] \
 //	  --pool name=h100,product=NVIDIA-H100-80GB-HBM3,nodes=4,driver=570.172.08 \

@@ -31,9 +31,7 @@ type options struct {
 	pools       []nodesim.Pool
 	badDrivers  []string
 	installTime time.Duration
-	heartbeat   time.Duration
 	resync      time.Duration
-	runPods     bool
 }
 
 // poolFlag collects repeated --pool values.
@@ -69,9 +67,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Var(poolFlag{&o.pools}, "pool", "a pool of nodes: name=,product=,nodes=,driver=[,gpus=,memory=,family=,mig=] (repeatable)")
 	fs.Var(listFlag{&o.badDrivers}, "bad-driver", "a driver version whose install fails (repeatable)")
 	fs.DurationVar(&o.installTime, "install-time", 3*time.Second, "how long a driver install takes")
-	fs.DurationVar(&o.heartbeat, "heartbeat", 10*time.Second, "how often nodes renew their Ready heartbeat")
 	fs.DurationVar(&o.resync, "resync", 500*time.Millisecond, "how often the simulator looks at the cluster")
-	fs.BoolVar(&o.runPods, "run-pods", true, "mark pods bound to simulated nodes Running and Ready")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -94,8 +90,8 @@ func (o options) validate() error {
 			errs = append(errs, fmt.Errorf("--bad-driver: %w", err))
 		}
 	}
-	if o.installTime <= 0 || o.heartbeat <= 0 || o.resync <= 0 {
-		errs = append(errs, errors.New("--install-time, --heartbeat and --resync must be positive"))
+	if o.installTime <= 0 || o.resync <= 0 {
+		errs = append(errs, errors.New("--install-time and --resync must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -128,10 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	sim := nodesim.New(c, nodesim.Options{
 		InstallTime: o.installTime,
-		Heartbeat:   o.heartbeat,
 		Resync:      o.resync,
 		BadDrivers:  o.badDrivers,
-		RunPods:     o.runPods,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stdout, "%s %s\n", time.Now().UTC().Format(time.TimeOnly), fmt.Sprintf(format, args...))
 		},

@@ -18,7 +18,7 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(o.pools) != 2 || o.pools[1].Name != "a100" || o.installTime != 5*time.Second ||
-		o.context != "prod" || len(o.badDrivers) != 1 || !o.runPods {
+		o.context != "prod" || len(o.badDrivers) != 1 {
 		t.Errorf("parse = %+v", o)
 	}
 }

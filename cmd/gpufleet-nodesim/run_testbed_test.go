@@ -13,13 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// TestRunAgainstTestbed runs the command against a real API server, reached
-// through a named context of the testbed's kubeconfig.
+// TestRunAgainstTestbed runs the command against a real cluster with kwok
+// as the kubelet, reached through a named context of the testbed's
+// kubeconfig: the pool's nodes register and kwok reports them Ready.
 func TestRunAgainstTestbed(t *testing.T) {
-	tb := testbed.New(t, testbed.Options{Clusters: []string{"lab"}})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{"lab"}, Kwok: true})
 	ctx, cancel := context.WithCancel(t.Context())
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
@@ -36,13 +38,19 @@ func TestRunAgainstTestbed(t *testing.T) {
 		if err := c.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelPool: "h100"}); err != nil {
 			return false, nil
 		}
+		ready := 0
+		for i := range nodes.Items {
+			if planner.NodeReady(&nodes.Items[i]) {
+				ready++
+			}
+		}
 		// The pool line is printed once AddPool has finished with every node.
-		return len(nodes.Items) == 3 && strings.Contains(stdout.String(), "pool h100: h100-0 h100-1 h100-2"), nil
+		return ready == 3 && strings.Contains(stdout.String(), "pool h100: h100-0 h100-1 h100-2"), nil
 	})
 	cancel()
 	code := <-done
 	if err != nil {
-		t.Fatalf("three h100 nodes did not appear: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("three Ready h100 nodes did not appear: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	if code != exitOK {
 		t.Errorf("run = %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())

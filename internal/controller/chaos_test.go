@@ -71,7 +71,7 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 	if err := nodesimtest.DriverDaemonSets(ctx, cl.Client, driverNamespace, oldDriver, newDriver); err != nil {
 		t.Fatal(err)
 	}
-	sim := nodesim.New(cl.Client, nodesim.Options{Kwok: true, DriverNamespace: driverNamespace, InstallTime: 500 * time.Millisecond, Resync: 200 * time.Millisecond})
+	sim := nodesim.New(cl.Client, nodesim.Options{DriverNamespace: driverNamespace, InstallTime: 500 * time.Millisecond, Resync: 200 * time.Millisecond})
 	simCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

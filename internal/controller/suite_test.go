@@ -111,7 +111,7 @@ func env(t testing.TB) client.Client {
 			suite.err = err
 			return
 		}
-		suite.sim = nodesim.New(cl.Client, nodesim.Options{Kwok: true, DriverNamespace: driverNamespace, InstallTime: time.Second, Resync: 200 * time.Millisecond})
+		suite.sim = nodesim.New(cl.Client, nodesim.Options{DriverNamespace: driverNamespace, InstallTime: time.Second, Resync: 200 * time.Millisecond})
 		ctx, cancel := context.WithCancel(context.Background())
 		suite.stop = cancel
 		suite.done = make(chan struct{})

@@ -233,7 +233,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 // marks the stack's Receiver Ready; and the lifecycle controller.
 func (w *World) startCluster(ctx context.Context, name string, o Options, report func(error)) error {
 	c := w.Testbed.Cluster(name)
-	sim := nodesim.New(c.Client, nodesim.Options{Kwok: true, BadDrivers: o.BadDrivers, InstallTime: time.Second})
+	sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: o.BadDrivers, InstallTime: time.Second})
 	if _, err := sim.AddPool(ctx, o.Pool); err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}

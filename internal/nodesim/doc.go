@@ -1,10 +1,13 @@
-// Package nodesim simulates GPU nodes on a real API server that has no
-// GPUs behind it: the testbed, the lab ("gpufleet-lab demo") and the tests use it.
+// Package nodesim simulates GPU nodes on a real cluster that has no GPUs
+// behind it: the testbed, the lab ("gpufleet-lab demo") and the tests use it.
 //
-// With [Options.Kwok] (the end-to-end suite) kwok is the kubelet, the real
-// controller-manager and scheduler run pods, and the real GPU Operator's
-// DaemonSets put the driver pods on the nodes. The simulator then plays only
-// what has no program behind it here:
+// kwok is the kubelet of the simulated nodes, the real controller-manager
+// and scheduler run pods, and the GPU Operator's DaemonSets put the driver
+// pods on the nodes (the real operator's in the end-to-end suite and the
+// demo; in the controller's, the gate's and the other suites that do not
+// run the operator, the DaemonSets its NVIDIADrivers would run, made by
+// package nodesimtest). The simulator plays only what has no program
+// behind it here:
 //
 //   - Node Feature Discovery and GPU Feature Discovery: nodes register with
 //     the labels those would set (the NVIDIA PCI device, OS release and
@@ -18,14 +21,7 @@
 //     Lease goes stale, and the real node lifecycle controller marks it
 //     NotReady and taints it).
 //
-// Without Kwok (tests whose testbed runs only kube-apiserver and etcd) it
-// also plays the kubelet (Ready heartbeats, finishing the deletion of pods,
-// starting pods) and the GPU Operator's driver DaemonSet (a driver pod per
-// gpufleet.io/driver label). That stand-alone mode is a stand-in kept for
-// the controller's and the gate's envtest suites, which do not run the
-// operator; the end-to-end suite does not use it.
-//
-// State lives in the cluster (labels, pod annotations, conditions), so a
+// State lives in the cluster (labels, annotations, pod statuses), so a
 // restarted simulator carries on where the last one stopped; only faults
 // raised on command are remembered in memory. Decisions that depend on time
 // read the injected clock.

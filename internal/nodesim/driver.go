@@ -6,164 +6,189 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
-
-// DriverDaemonSet is the name of the DaemonSet that owns the simulated
-// driver pods. Nothing reconciles it; it exists so that drain code sees the
-// driver pods as DaemonSet pods and skips them, as it must on real clusters.
-const DriverDaemonSet = "nvidia-driver-daemonset"
 
 // DriverContainer is the name of the driver container in the GPU
 // Operator's driver pods; its image tag carries the driver version.
 const DriverContainer = "nvidia-driver-ctr"
 
-// ensureDriverDaemonSet creates the driver namespace and DaemonSet unless
-// they exist, and remembers the DaemonSet's UID for owner references.
-func (s *Sim) ensureDriverDaemonSet(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.opts.DriverNamespace}}
-	if err := s.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+// syncDriverInstall plays the driver install inside driver pod p on node n.
+// A pod whose version is loaded (the node's GFD label reports it, and no
+// install of another version began since) is Ready at once, as the real
+// driver container skips an install of the loaded version; any other
+// starts installing (its status' startTime marks when) and after the
+// install time is Ready, or crash-loops if its version is bad. Once a pod
+// is Ready the node's GFD labels report its version.
+func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.Pod, now time.Time) error {
+	if p.DeletionTimestamp != nil {
+		return nil
 	}
-	labels := map[string]string{LabelDriverPodApp: DriverPodApp}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: DriverDaemonSet, Namespace: s.opts.DriverNamespace, Labels: labels},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{v1alpha1.LabelGPUPresent: "true"},
-					Containers:   []corev1.Container{{Name: DriverContainer, Image: "nvidia/driver"}},
-				},
-			},
-		},
+	version := DriverPodVersion(p)
+	if version == "" {
+		return nil
 	}
-	if err := s.c.Create(ctx, ds); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create DaemonSet %s: %w", DriverDaemonSet, err)
-	}
-	return nil
-}
-
-// driverPodName is unique per node and version, so a new version's pod never
-// collides with the old one on its way out.
-func driverPodName(node, version string) string {
-	return "nvidia-driver-daemonset-" + node + "-" + strings.ReplaceAll(version, ".", "-")
-}
-
-// createDriverPod creates the driver pod installing version on node. With
-// installed it starts Ready (the node came with the driver); otherwise it
-// starts installing at now.
-func (s *Sim) createDriverPod(ctx context.Context, node, version string, now time.Time, installed bool) error {
-	ds := &appsv1.DaemonSet{}
-	if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.opts.DriverNamespace, Name: DriverDaemonSet}, ds); err != nil {
-		return fmt.Errorf("driver DaemonSet: %w", err)
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      driverPodName(node, version),
-			Namespace: s.opts.DriverNamespace,
-			Labels: map[string]string{
-				LabelDriverPodApp:       DriverPodApp,
-				v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver,
-				LabelDriverPodVersion:   version,
-			},
-			Annotations: map[string]string{AnnotationInstallStarted: now.UTC().Format(time.RFC3339Nano)},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: DriverContainer, Image: "nvidia/driver:" + version}},
-			// The real driver pod tolerates every taint, so a cordon or a
-			// quarantine taint never evicts it.
-			Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			PriorityClassName: "system-node-critical",
-		},
-	}
-	if err := s.c.Create(ctx, pod); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return fmt.Errorf("node %s: create driver pod %s: %w", node, version, err)
-	}
-	if installed {
-		return s.setDriverPodStatus(ctx, pod.Name, pod.UID, driverPodRunning(now))
-	}
-	s.opts.Logf("nodesim: node %s: installing driver %s", node, version)
-	return s.setDriverPodStatus(ctx, pod.Name, pod.UID, driverPodInstalling(now))
-}
-
-// syncDriver plays the driver DaemonSet on node n, given the pods bound to
-// it in this pass's snapshot: see planDriver.
-func (s *Sim) syncDriver(ctx context.Context, n *corev1.Node, bound []*corev1.Pod, now time.Time) error {
-	node := n.Name
-	var pods []driverPod
-	uids := map[string]types.UID{}
-	for _, p := range bound {
-		if p.Namespace != s.opts.DriverNamespace || !isDriverPod(p) || p.DeletionTimestamp != nil {
-			continue
-		}
-		started, _ := time.Parse(time.RFC3339Nano, p.Annotations[AnnotationInstallStarted])
-		pods = append(pods, driverPod{
-			name: p.Name, version: p.Labels[LabelDriverPodVersion], started: started,
-			ready: podReady(p), crashing: crashLooping(p),
-		})
-		uids[p.Name] = p.UID
-	}
-	want := n.Labels[v1alpha1.LabelDriver]
-	plan := planDriver(want, pods, now, s.opts.InstallTime, s.isBad)
-	for _, name := range plan.remove {
-		s.opts.Logf("nodesim: node %s: removing driver pod %s (%s)", node, name, plan.reason)
-		if err := s.deletePodNow(ctx, s.opts.DriverNamespace, name, uids[name]); err != nil {
-			return err
-		}
+	reported := n.Labels[v1alpha1.LabelGFDDriverFull]
+	loaded := reported
+	if n.Annotations[AnnotationDriverUnloaded] == "true" {
+		loaded = ""
 	}
 	switch {
-	case plan.create:
-		return s.createDriverPod(ctx, node, want, now, false)
-	case plan.complete != "":
-		if err := s.setDriverPodStatus(ctx, plan.complete, uids[plan.complete], driverPodRunning(now)); err != nil {
+	case podReady(p):
+		if reported != version {
+			s.opts.Logf("nodesim: node %s: GFD reports driver %s", n.Name, version)
+			return s.setLoaded(ctx, n.Name, version)
+		}
+		return nil
+	case crashLooping(p):
+		return s.keepCrashing(ctx, p, now)
+	case p.Status.StartTime == nil && loaded == version:
+		s.opts.Logf("nodesim: node %s: driver %s already loaded: pod %s Ready", n.Name, version, p.Name)
+		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodRunning(now)))
+	case p.Status.StartTime == nil:
+		s.opts.Logf("nodesim: node %s: pod %s installing driver %s", n.Name, p.Name, version)
+		if loaded != "" {
+			// The driver container unloads the running driver's kernel
+			// modules before it installs its own: whatever comes of this
+			// install, the version GFD still reports is no longer loaded,
+			// and going back to it (a rollback) installs it again.
+			if err := s.updateNode(ctx, n.Name, func(n *corev1.Node) {
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
+				n.Annotations[AnnotationDriverUnloaded] = "true"
+			}); err != nil {
+				return err
+			}
+		}
+		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodInstalling(now)))
+	case now.Sub(p.Status.StartTime.Time) < s.opts.InstallTime:
+		return nil
+	case s.isBad(version):
+		s.opts.Logf("nodesim: node %s: driver %s is marked bad: pod %s crash-loops", n.Name, version, p.Name)
+		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodCrashing(now)))
+	default:
+		s.opts.Logf("nodesim: node %s: driver %s installed: pod %s Ready", n.Name, version, p.Name)
+		if err := s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodRunning(now))); err != nil {
 			return err
 		}
-		// GPU Feature Discovery relabels the node once the new driver runs.
-		s.opts.Logf("nodesim: node %s: %s", node, plan.reason)
-		return s.setLoaded(ctx, node, want)
-	case plan.fail != "":
-		s.opts.Logf("nodesim: node %s: %s", node, plan.reason)
-		return s.setDriverPodStatus(ctx, plan.fail, uids[plan.fail], driverPodCrashing(now))
+		return s.setLoaded(ctx, n.Name, version)
+	}
+}
+
+// setLoaded records on node that driver version runs: GFD's labels report
+// it, and it is loaded.
+func (s *Sim) setLoaded(ctx context.Context, node, version string) error {
+	return s.updateNode(ctx, node, func(n *corev1.Node) {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range driverVersionLabels(version) {
+			n.Labels[k] = v
+		}
+		delete(n.Annotations, AnnotationDriverUnloaded)
+	})
+}
+
+// DriverPodVersion returns the driver version a GPU Operator driver pod
+// installs, read from its driver container's image tag
+// ("nvcr.io/nvidia/driver:580.95.05-ubuntu22.04" gives 580.95.05), or ""
+// when p is not such a pod.
+func DriverPodVersion(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name != DriverContainer {
+			continue
+		}
+		_, tag, ok := strings.Cut(c.Image[strings.LastIndex(c.Image, "/")+1:], ":")
+		if !ok {
+			return ""
+		}
+		v, _, _ := strings.Cut(tag, "-")
+		if ValidateVersion(v) != nil {
+			return ""
+		}
+		return v
+	}
+	return ""
+}
+
+// realDriverPodStatus fits a simulated driver status to the real pod:
+// one status per container and init container of its spec, with the
+// driver container's state from st, the others running (or completed).
+func realDriverPodStatus(p *corev1.Pod, st corev1.PodStatus) corev1.PodStatus {
+	driver := st.ContainerStatuses[0]
+	ready := driver.Ready
+	st.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		cs := driver
+		cs.Name, cs.Image = c.Name, c.Image
+		if c.Name != DriverContainer && driver.State.Running == nil {
+			// Sidecars wait for the driver container.
+			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+			cs.Ready, cs.RestartCount = false, 0
+		}
+		cs.Ready = cs.Ready && ready
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	start := metav1.Now()
+	if st.StartTime != nil {
+		start = *st.StartTime
+	}
+	for _, c := range p.Spec.InitContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, Ready: true,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", StartedAt: start, FinishedAt: start,
+			}},
+		})
+	}
+	st.HostIP = p.Status.HostIP
+	st.PodIP = p.Status.PodIP
+	st.QOSClass = p.Status.QOSClass
+	return st
+}
+
+// setPodStatus writes st as p's status, unless p changed since it was read
+// (the next pass looks again).
+func (s *Sim) setPodStatus(ctx context.Context, p *corev1.Pod, st corev1.PodStatus) error {
+	cp := p.DeepCopy()
+	cp.Status = st
+	if err := s.c.Status().Update(ctx, cp); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("driver pod %s: update status: %w", p.Name, err)
 	}
 	return nil
 }
 
-// setDriverPodStatus writes status to the driver pod name, if it is still
-// the pod with uid.
-func (s *Sim) setDriverPodStatus(ctx context.Context, name string, uid types.UID, status corev1.PodStatus) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := &corev1.Pod{}
-		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.opts.DriverNamespace, Name: name}, p); err != nil {
-			return err
+// crashRestarts is how many restarts a crash-looping driver pod reaches:
+// past the GPU Operator's upgrade controller's limit (it fails a node
+// whose driver pod restarted more than ten times), then no more writes.
+const crashRestarts = 12
+
+// keepCrashing plays the kubelet restarting a crash-looping driver
+// container: one more restart every install time (the kubelet's back-off,
+// compressed like the install itself), up to crashRestarts.
+func (s *Sim) keepCrashing(ctx context.Context, p *corev1.Pod, now time.Time) error {
+	st := p.Status.DeepCopy()
+	for i := range st.ContainerStatuses {
+		cs := &st.ContainerStatuses[i]
+		if cs.Name != DriverContainer || cs.RestartCount >= crashRestarts {
+			continue
 		}
-		if p.UID != uid {
+		last := cs.LastTerminationState.Terminated
+		if last != nil && now.Sub(last.FinishedAt.Time) < s.opts.InstallTime {
 			return nil
 		}
-		status.QOSClass = p.Status.QOSClass
-		p.Status = status
-		return s.c.Status().Update(ctx, p)
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("driver pod %s: update status: %w", name, err)
+		cs.RestartCount++
+		t := metav1.NewTime(now)
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: "could not load the NVIDIA kernel module (simulated)", StartedAt: t, FinishedAt: t,
+		}}
+		return s.setPodStatus(ctx, p, *st)
 	}
 	return nil
 }

@@ -44,12 +44,13 @@ var xidMeanings = map[int]string{
 	95: "uncontained ECC error",
 }
 
-// SetNotReady makes node's Ready condition False until SetReady.
+// SetNotReady stops node's kubelet until SetReady: kwok no longer renews
+// its Lease, and the node lifecycle controller marks it NotReady.
 func (s *Sim) SetNotReady(ctx context.Context, node string) error {
 	return s.setReady(ctx, node, false)
 }
 
-// SetReady brings node back to Ready.
+// SetReady starts node's kubelet again: kwok reports it Ready.
 func (s *Sim) SetReady(ctx context.Context, node string) error {
 	return s.setReady(ctx, node, true)
 }
@@ -62,17 +63,9 @@ func (s *Sim) setReady(ctx context.Context, node string, ready bool) error {
 	s.notReady[node] = !ready
 	s.mu.Unlock()
 	s.opts.Logf("nodesim: node %s ready=%t on command", node, ready)
-	if s.opts.Kwok {
-		// The kubelet stops (or starts again): the node lifecycle
-		// controller notices the stale Lease by itself.
-		return s.setKwokManaged(ctx, node, ready)
-	}
-	// Written now, not on the next pass, so a caller sees it at once.
-	n := &corev1.Node{}
-	if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		return fmt.Errorf("node %s: %w", node, err)
-	}
-	return s.heartbeat(ctx, n, s.opts.Clock.Now())
+	// The kubelet stops (or starts again): the node lifecycle controller
+	// notices the stale Lease by itself.
+	return s.setKwokManaged(ctx, node, ready)
 }
 
 // RaiseXID reports XID error xid on node: condition GpuXidError=True and a

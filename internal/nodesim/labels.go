@@ -9,27 +9,12 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
-// The labels and annotations of the simulator's own. Every node label it
-// reads and writes as GPU Feature Discovery, the GPU Operator and gpufleet
-// would is api/v1alpha1's.
-const (
-	// LabelDriverPodApp is the app label of the GPU Operator's driver pods.
-	LabelDriverPodApp = "app"
-	// DriverPodApp is its value.
-	DriverPodApp = "nvidia-driver-daemonset"
-	// LabelDriverPodVersion says which driver version a simulated driver pod
-	// installs. Real driver pods carry no such label; code that must also
-	// work on real clusters reads v1alpha1.LabelGFDDriverFull on the node
-	// instead.
-	LabelDriverPodVersion = "nodesim.gpufleet.io/driver-version"
-	// AnnotationInstallStarted records, on a driver pod, when its install
-	// began (RFC 3339, from the simulator's clock).
-	AnnotationInstallStarted = "nodesim.gpufleet.io/install-started"
-	// AnnotationDriverUnloaded on a node says that a driver pod began
-	// installing another version since GFD's labels last changed: the
-	// version they report is no longer loaded.
-	AnnotationDriverUnloaded = "nodesim.gpufleet.io/driver-unloaded"
-)
+// AnnotationDriverUnloaded, the simulator's own annotation, on a node says
+// that a driver pod began installing another version since GFD's labels
+// last changed: the version they report is no longer loaded. Every node
+// label the simulator reads and writes as GPU Feature Discovery, the GPU
+// Operator and gpufleet would is api/v1alpha1's.
+const AnnotationDriverUnloaded = "nodesim.gpufleet.io/driver-unloaded"
 
 // versionRE matches driver versions such as 580.95.05 or 550.54.
 var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?$`)
@@ -80,17 +65,24 @@ var knownGPUs = map[string]gpuSpec{
 	"NVIDIA-RTX-PRO-6000-SE": {"blackwell", 97887, true},
 }
 
-// nodeLabels returns every label a node of pool p carries when driver
-// version v is installed on it ("": none is). A provisioned pool's nodes
-// carry no gpufleet label.
+// nodeLabels returns every label a node of pool p registers with when
+// driver version v is installed on it ("": none is): NFD's and GFD's,
+// gpufleet's, and kwok's, which hands the node to kwok. A provisioned
+// pool's nodes carry no gpufleet label. There is no
+// nvidia.com/gpu.present: the GPU Operator sets it (and its
+// nvidia.com/gpu.deploy.* labels) from NFD's PCI label.
 func nodeLabels(p Pool, node, v string) map[string]string {
 	l := map[string]string{
 		"kubernetes.io/hostname":     node,
 		"kubernetes.io/os":           "linux",
 		"kubernetes.io/arch":         "amd64",
+		kwokLabel:                    "fake",
+		LabelNFDNvidiaPCI:            "true",
+		LabelNFDOSID:                 simOSID,
+		LabelNFDOSVersion:            simOSVersion,
+		LabelNFDKernel:               simKernel,
 		v1alpha1.LabelPool:           p.Name,
 		v1alpha1.LabelDriver:         v,
-		v1alpha1.LabelGPUPresent:     "true",
 		v1alpha1.LabelGFDProduct:     p.Product,
 		v1alpha1.LabelGFDCount:       strconv.Itoa(p.GPUCount),
 		v1alpha1.LabelGFDMemory:      strconv.Itoa(p.MemoryMiB),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,11 +16,11 @@ import (
 // ResourceGPU is the extended resource the GPU device plugin advertises.
 const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 
-// ensureNode registers node name of pool p, with its driver already
-// installed, unless it exists, as its kubelet would. An existing node is
-// left as it is: its labels are the cluster's record of what is installed.
-// With kwok, kwok writes the node's conditions and the operator's
-// DaemonSet its driver pod; without, the simulator writes both.
+// ensureNode registers node name of pool p for kwok, with its driver
+// already installed, unless it exists, as its kubelet would. An existing
+// node is left as it is: its labels are the cluster's record of what is
+// installed. kwok writes the node's conditions, and the operator's
+// DaemonSet its driver pod.
 func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 	err := s.c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{})
 	if err == nil {
@@ -30,42 +29,29 @@ func (s *Sim) ensureNode(ctx context.Context, p Pool, name string) error {
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
-	labels, provider := nodeLabels(p, name, p.Driver), "nodesim://"
-	if s.opts.Kwok {
-		labels, provider = kwokNodeLabels(p, name, p.Driver), "kwok://"
-	}
 	node := &corev1.Node{
 		// A kubelet registers its node with this annotation; a node with
 		// none at all is one no real cluster has, and the GPU Operator
 		// v25.3.4 panics on it (controllers/state_manager.go
 		// applyDriverAutoUpgradeAnnotation writes into the node's nil
 		// annotation map once its upgrade policy is on).
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(p, name, p.Driver), Annotations: map[string]string{
 			"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 		}},
-		Spec: corev1.NodeSpec{ProviderID: provider + name},
+		Spec: corev1.NodeSpec{ProviderID: "kwok://" + name},
 	}
 	if err := s.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
-	now := s.opts.Clock.Now()
+	// The capacity is the node's own to report.
 	if err := s.updateNodeStatus(ctx, name, func(n *corev1.Node) bool {
-		// The capacity is the node's own to report.
 		setCapacity(n, p)
-		if !s.opts.Kwok {
-			setCondition(n, readyCondition(true, now))
-		}
 		return true
 	}); err != nil {
 		return err
 	}
-	s.opts.Logf("nodesim: registered node %s (pool %s, driver %s, kwok %t)", name, p.Name, p.Driver, s.opts.Kwok)
-	if s.opts.Kwok || p.Driver == "" || p.Provisioned {
-		return nil
-	}
-	// The node was "running" before the simulator saw it: its driver is
-	// installed already, so its pod starts Ready without an install.
-	return s.createDriverPod(ctx, name, p.Driver, now, true)
+	s.opts.Logf("nodesim: registered node %s (pool %s, driver %s)", name, p.Name, p.Driver)
+	return nil
 }
 
 // poolOf returns the pool of simulated node name.
@@ -73,47 +59,6 @@ func (s *Sim) poolOf(name string) Pool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pools[name]
-}
-
-// heartbeat renews node n's Ready condition when its heartbeat is older
-// than the period or its status is not what the simulator was told. n is
-// this pass's snapshot; the write re-reads the node.
-func (s *Sim) heartbeat(ctx context.Context, n *corev1.Node, now time.Time) error {
-	if !s.heartbeatDue(n, now) {
-		return nil
-	}
-	return s.updateNodeStatus(ctx, n.Name, func(n *corev1.Node) bool {
-		if !s.heartbeatDue(n, now) {
-			return false
-		}
-		setCondition(n, readyCondition(!s.isNotReady(n.Name), now))
-		return true
-	})
-}
-
-func (s *Sim) heartbeatDue(n *corev1.Node, now time.Time) bool {
-	want := !s.isNotReady(n.Name)
-	cur := findCondition(n, corev1.NodeReady)
-	return cur == nil || (cur.Status == corev1.ConditionTrue) != want ||
-		now.Sub(cur.LastHeartbeatTime.Time) >= s.opts.Heartbeat
-}
-
-// readyCondition is the Ready condition a kubelet posts.
-func readyCondition(ready bool, now time.Time) corev1.NodeCondition {
-	c := corev1.NodeCondition{
-		Type:               corev1.NodeReady,
-		Status:             corev1.ConditionTrue,
-		Reason:             "KubeletReady",
-		Message:            "kubelet is posting ready status (simulated)",
-		LastHeartbeatTime:  metav1.NewTime(now),
-		LastTransitionTime: metav1.NewTime(now),
-	}
-	if !ready {
-		c.Status = corev1.ConditionFalse
-		c.Reason = "KubeletNotReady"
-		c.Message = "node went NotReady on command (simulated)"
-	}
-	return c
 }
 
 // setCondition puts c into n's conditions, keeping the transition time when
@@ -131,15 +76,6 @@ func setCondition(n *corev1.Node, c corev1.NodeCondition) {
 		return
 	}
 	n.Status.Conditions = append(n.Status.Conditions, c)
-}
-
-func findCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // updateNodeStatus reads node name, lets mutate change its status, and

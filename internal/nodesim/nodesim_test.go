@@ -7,15 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -25,16 +22,16 @@ const (
 	badDriver = "590.1.1"
 )
 
-// TestNodeSim drives the simulator against a real API server. The subtests
+// TestNodeSim drives the simulator on a real cluster: kwok the kubelet,
+// kube-controller-manager and kube-scheduler running the driver
+// DaemonSets the GPU Operator would (package nodesimtest). The subtests
 // share one cluster and one simulator; each uses its own pool.
 func TestNodeSim(t *testing.T) {
-	tb := testbed.New(t, testbed.Options{})
+	tb := testbed.New(t, testbed.Options{Kube: true, Kwok: true})
 	c := tb.Clusters()[0].Client
 	sim := nodesim.New(c, nodesim.Options{
 		InstallTime: time.Second,
-		Heartbeat:   time.Second,
 		BadDrivers:  []string{badDriver},
-		RunPods:     true,
 		Logf:        t.Logf,
 	})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -44,10 +41,13 @@ func TestNodeSim(t *testing.T) {
 		cancel()
 		<-done
 	})
+	if err := nodesimtest.DriverDaemonSets(t.Context(), c, "gpu-operator", newDriver, badDriver); err != nil {
+		t.Fatal(err)
+	}
 
 	addPool := func(t *testing.T, name string) string {
 		t.Helper()
-		nodes, err := sim.AddPool(t.Context(), nodesim.Pool{
+		nodes, err := nodesimtest.AddPool(t.Context(), c, sim, "gpu-operator", nodesim.Pool{
 			Name: name, Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1, Driver: oldDriver,
 		})
 		if err != nil {
@@ -113,37 +113,6 @@ func TestNodeSim(t *testing.T) {
 		}
 	})
 
-	t.Run("eviction of a pod on the node completes", func(t *testing.T) {
-		node := addPool(t, "evict")
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "llm-engine", Namespace: "default"},
-			Spec: corev1.PodSpec{
-				NodeName:                      node,
-				TerminationGracePeriodSeconds: ptr.To[int64](1),
-				Containers:                    []corev1.Container{{Name: "engine", Image: "engine:1"}},
-			},
-		}
-		if err := c.Create(t.Context(), pod); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "pod Running", func(ctx context.Context) (bool, error) {
-			p := &corev1.Pod{}
-			err := c.Get(ctx, client.ObjectKeyFromObject(pod), p)
-			return err == nil && p.Status.Phase == corev1.PodRunning && podReady(p), err
-		})
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-		if err := c.SubResource("eviction").Create(t.Context(), pod, ev); err != nil {
-			t.Fatalf("evict: %v", err)
-		}
-		waitFor(t, "evicted pod gone", func(ctx context.Context) (bool, error) {
-			err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		})
-	})
-
 	t.Run("NotReady, XID and ECC on command", func(t *testing.T) {
 		node := addPool(t, "fault")
 		ctx := t.Context()
@@ -154,17 +123,13 @@ func TestNodeSim(t *testing.T) {
 			})
 		}
 		readyIs(corev1.ConditionTrue)
-		hb := condition(getNode(t, c, node), corev1.NodeReady).LastHeartbeatTime
-		waitFor(t, "heartbeat renewed", func(ctx context.Context) (bool, error) {
-			return condition(getNode(t, c, node), corev1.NodeReady).LastHeartbeatTime.After(hb.Time), nil
-		})
 
+		// The kubelet stops: the node lifecycle controller notices the
+		// stale Lease and says so (Unknown: nobody reports it False).
 		if err := sim.SetNotReady(ctx, node); err != nil {
 			t.Fatal(err)
 		}
-		readyIs(corev1.ConditionFalse)
-		time.Sleep(1500 * time.Millisecond) // heartbeats must not bring it back
-		readyIs(corev1.ConditionFalse)
+		readyIs(corev1.ConditionUnknown)
 		if err := sim.SetReady(ctx, node); err != nil {
 			t.Fatal(err)
 		}
@@ -242,16 +207,18 @@ func setLabel(t *testing.T, c client.Client, node, key, value string) {
 	}
 }
 
+// driverPod returns the driver pod of version on node, nil if none.
 func driverPod(ctx context.Context, c client.Client, node, version string) (*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := c.List(ctx, list, client.InNamespace("gpu-operator"), client.MatchingLabels{
-		nodesim.LabelDriverPodApp: nodesim.DriverPodApp, nodesim.LabelDriverPodVersion: version,
+		v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver,
 	}); err != nil {
 		return nil, err
 	}
 	for i := range list.Items {
-		if list.Items[i].Spec.NodeName == node && list.Items[i].DeletionTimestamp == nil {
-			return &list.Items[i], nil
+		p := &list.Items[i]
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil && nodesim.DriverPodVersion(p) == version {
+			return p, nil
 		}
 	}
 	return nil, nil

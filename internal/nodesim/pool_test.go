@@ -42,23 +42,27 @@ func TestNodeLabels(t *testing.T) {
 	p := Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1, Driver: "580.95.05"}.withDefaults()
 	got := nodeLabels(p, "h100-0", "580.95.05")
 	want := map[string]string{
-		"kubernetes.io/hostname":                  "h100-0",
-		"kubernetes.io/os":                        "linux",
-		"kubernetes.io/arch":                      "amd64",
-		"gpufleet.io/pool":                        "h100",
-		"gpufleet.io/driver":                      "580.95.05",
-		"nvidia.com/gpu.present":                  "true",
-		"nvidia.com/gpu.product":                  "NVIDIA-H100-80GB-HBM3",
-		"nvidia.com/gpu.count":                    "8",
-		"nvidia.com/gpu.memory":                   "81559",
-		"nvidia.com/gpu.family":                   "hopper",
-		"nvidia.com/mig.capable":                  "true",
-		"nvidia.com/mig.config":                   "all-disabled",
-		"nvidia.com/mig.config.state":             "success",
-		"nvidia.com/cuda.driver-version.major":    "580",
-		"nvidia.com/cuda.driver-version.minor":    "95",
-		"nvidia.com/cuda.driver-version.revision": "05",
-		"nvidia.com/cuda.driver-version.full":     "580.95.05",
+		"kubernetes.io/hostname":                                  "h100-0",
+		"kubernetes.io/os":                                        "linux",
+		"kubernetes.io/arch":                                      "amd64",
+		"gpufleet.io/pool":                                        "h100",
+		"gpufleet.io/driver":                                      "580.95.05",
+		"kwok.x-k8s.io/node":                                      "fake",
+		"feature.node.kubernetes.io/pci-10de.present":             "true",
+		"feature.node.kubernetes.io/system-os_release.ID":         "ubuntu",
+		"feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+		"feature.node.kubernetes.io/kernel-version.full":          "5.15.0-139-generic",
+		"nvidia.com/gpu.product":                                  "NVIDIA-H100-80GB-HBM3",
+		"nvidia.com/gpu.count":                                    "8",
+		"nvidia.com/gpu.memory":                                   "81559",
+		"nvidia.com/gpu.family":                                   "hopper",
+		"nvidia.com/mig.capable":                                  "true",
+		"nvidia.com/mig.config":                                   "all-disabled",
+		"nvidia.com/mig.config.state":                             "success",
+		"nvidia.com/cuda.driver-version.major":                    "580",
+		"nvidia.com/cuda.driver-version.minor":                    "95",
+		"nvidia.com/cuda.driver-version.revision":                 "05",
+		"nvidia.com/cuda.driver-version.full":                     "580.95.05",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("nodeLabels (-want +got):\n%s", diff)
@@ -76,7 +80,7 @@ func TestProvisionedPool(t *testing.T) {
 	if err := (Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 1}).Validate(); err == nil {
 		t.Error("a pool without a driver that is not provisioned was accepted")
 	}
-	fresh := kwokNodeLabels(p.withDefaults(), "h100-0", "")
+	fresh := nodeLabels(p.withDefaults(), "h100-0", "")
 	for _, k := range []string{v1alpha1.LabelDriver, v1alpha1.LabelPool, v1alpha1.LabelGFDDriverFull, v1alpha1.LabelGFDDriverMajor} {
 		if _, ok := fresh[k]; ok {
 			t.Errorf("a new node carries %s=%q", k, fresh[k])
@@ -85,7 +89,7 @@ func TestProvisionedPool(t *testing.T) {
 	if fresh[v1alpha1.LabelGFDProduct] != p.Product || fresh[LabelNFDNvidiaPCI] != "true" {
 		t.Errorf("a new node lacks the product or NFD's PCI label: %v", fresh)
 	}
-	adopted := kwokNodeLabels(p.withDefaults(), "h100-0", "570.172.08")
+	adopted := nodeLabels(p.withDefaults(), "h100-0", "570.172.08")
 	if adopted[v1alpha1.LabelGFDDriverFull] != "570.172.08" {
 		t.Errorf("a node running a driver does not report it: %v", adopted)
 	}

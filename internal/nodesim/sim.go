@@ -11,32 +11,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // Options tune the simulator. Zero values take the defaults in brackets.
 type Options struct {
 	// Clock is read by every decision that depends on time [real clock].
 	Clock clock.WithTicker
-	// Heartbeat is how often the Ready condition's heartbeat is renewed [10s].
-	Heartbeat time.Duration
 	// InstallTime is how long a driver install takes [3s].
 	InstallTime time.Duration
 	// Resync is how often Run looks at the cluster [200ms].
 	Resync time.Duration
 	// BadDrivers are driver versions whose install fails.
 	BadDrivers []string
-	// RunPods makes pods bound to simulated nodes Running and Ready, as a
-	// kubelet would once their containers start.
-	RunPods bool
-	// Kwok says kwok is the kubelet of the simulated nodes and the real GPU
-	// Operator runs their driver DaemonSets (see kwok.go): the simulator
-	// then registers the nodes for kwok and plays only the driver install
-	// inside the operator's driver pods, GFD's labels and GPU faults.
-	// Without it the simulator plays the kubelet and the driver DaemonSet
-	// itself, for tests whose testbed runs no kwok, controller-manager or
-	// operator.
-	Kwok bool
-	// DriverNamespace holds the driver DaemonSet and its pods [gpu-operator].
+	// DriverNamespace holds the GPU Operator's driver DaemonSets and their
+	// pods [gpu-operator].
 	DriverNamespace string
 	// Logf, when set, receives one line per action the simulator takes.
 	Logf func(format string, args ...any)
@@ -45,9 +35,6 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
-	}
-	if o.Heartbeat == 0 {
-		o.Heartbeat = 10 * time.Second
 	}
 	if o.InstallTime == 0 {
 		o.InstallTime = 3 * time.Second
@@ -86,19 +73,14 @@ func New(c client.Client, opts Options) *Sim {
 	return s
 }
 
-// AddPool validates p, creates its nodes (each with a Ready driver pod for
-// p.Driver) and simulates them from now on. It returns the nodes' names.
+// AddPool validates p, registers its nodes for kwok (with p.Driver
+// installed) and simulates them from now on. It returns the nodes' names.
 // Nodes that exist already are adopted as they are.
 func (s *Sim) AddPool(ctx context.Context, p Pool) ([]string, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	p = p.withDefaults()
-	if !s.opts.Kwok {
-		if err := s.ensureDriverDaemonSet(ctx); err != nil {
-			return nil, err
-		}
-	}
 	names := p.NodeNames()
 	s.mu.Lock()
 	for _, n := range names {
@@ -172,16 +154,16 @@ func (s *Sim) Run(ctx context.Context) error {
 	}
 }
 
-// Sync does one pass over every simulated node and the pods bound to them.
-// It reads the cluster with two list calls (nodes, pods) and writes only
-// what must change, so a demo fleet stays within a client's rate limit.
-// Tests with a fake clock call it directly instead of Run.
+// Sync does one pass over every simulated node: its kubelet running or
+// stopped as told, and the driver install inside the driver pods the
+// operator's DaemonSets put there. It reads the cluster with two list calls
+// (nodes, driver pods) and writes only what must change, so a demo fleet
+// stays within a client's rate limit. Tests with a fake clock call it
+// directly instead of Run.
 func (s *Sim) Sync(ctx context.Context) error {
-	if s.opts.Kwok {
-		return s.syncKwok(ctx)
-	}
 	now := s.opts.Clock.Now()
-	byName, podsOn, err := s.snapshot(ctx)
+	byName, podsOn, err := s.snapshot(ctx, client.InNamespace(s.opts.DriverNamespace),
+		client.MatchingLabels{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
 	if err != nil {
 		return err
 	}
@@ -193,10 +175,14 @@ func (s *Sim) Sync(ctx context.Context) error {
 			errs = append(errs, s.ensureNode(ctx, s.poolOf(name), name))
 			continue
 		}
-		errs = append(errs,
-			s.heartbeat(ctx, n, now),
-			s.syncDriver(ctx, n, podsOn[name], now),
-			s.syncPods(ctx, podsOn[name], now))
+		errs = append(errs, s.kwokHeartbeat(ctx, n))
+		if s.isNotReady(name) {
+			// The node's kubelet is down: nothing on it changes.
+			continue
+		}
+		for _, p := range podsOn[name] {
+			errs = append(errs, s.syncDriverInstall(ctx, n, p, now))
+		}
 	}
 	return errors.Join(errs...)
 }

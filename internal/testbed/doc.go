@@ -24,9 +24,9 @@
 //
 // What is not real: no kubelet, container runtime or GPU. kwok plays the
 // kubelet; package nodesim plays what is GPU-specific (NFD and GFD labels,
-// the driver install inside the operator's driver pods, XID/ECC faults).
-// Without Kube and Kwok nothing creates pods or finishes their deletion, and
-// nodesim's stand-alone mode plays the kubelet and the driver DaemonSet.
+// the driver install inside the operator's driver pods, XID/ECC faults),
+// and needs Kwok (and Kube for the driver pods). Without them nothing
+// creates pods or finishes their deletion, and no simulated node is Ready.
 //
 // The programs come from "make testbin" (hack/testbin.sh), which builds them
 // once into a per-user cache and copies them into bin/testbin. [FindBinaries]

@@ -91,7 +91,7 @@ func Arrange(ctx context.Context, c client.Client, e gate.Expected) (*nodesim.Si
 			return nil, err
 		}
 	}
-	sim := nodesim.New(c, nodesim.Options{Kwok: true, DriverNamespace: e.GPUOperatorNamespace})
+	sim := nodesim.New(c, nodesim.Options{DriverNamespace: e.GPUOperatorNamespace})
 	total := int32(0)
 	for _, p := range e.Pools {
 		if _, err := nodesimtest.AddPool(ctx, c, sim, e.GPUOperatorNamespace, nodesim.Pool{Name: p.Name, Product: p.Product, Nodes: p.Nodes, Driver: e.Release.Driver}); err != nil {
