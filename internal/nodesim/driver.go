@@ -66,19 +66,45 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 				return err
 			}
 		}
-		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodInstalling(now)))
-	case now.Sub(p.Status.StartTime.Time) < s.opts.InstallTime:
+		if err := s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodInstalling(now))); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.installs[p.UID] = now
+		s.mu.Unlock()
+		return nil
+	case now.Sub(s.installStart(p)) < s.opts.InstallTime:
 		return nil
 	case s.isBad(version):
+		s.forgetInstall(p)
 		s.opts.Logf("nodesim: node %s: driver %s is marked bad: pod %s crash-loops", n.Name, version, p.Name)
 		return s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodCrashing(now)))
 	default:
+		s.forgetInstall(p)
 		s.opts.Logf("nodesim: node %s: driver %s installed: pod %s Ready", n.Name, version, p.Name)
 		if err := s.setPodStatus(ctx, p, realDriverPodStatus(p, driverPodRunning(now))); err != nil {
 			return err
 		}
 		return s.setLoaded(ctx, n.Name, version)
 	}
+}
+
+// installStart is when the install in driver pod p began: as this
+// simulator saw it, or the pod's startTime when another one started it.
+func (s *Sim) installStart(p *corev1.Pod) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.installs[p.UID]; ok {
+		return t
+	}
+	return p.Status.StartTime.Time
+}
+
+// forgetInstall drops the start of p's install once it ended.
+func (s *Sim) forgetInstall(p *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.installs, p.UID)
 }
 
 // setLoaded records on node that driver version runs: GFD's labels report

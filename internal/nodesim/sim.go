@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,12 +62,17 @@ type Sim struct {
 	pools    map[string]Pool // by node name
 	notReady map[string]bool // nodes told to go NotReady
 	bad      map[string]bool // driver versions whose install fails
+	// installs are when each install began, by driver pod UID, to the
+	// clock's precision: the pod's status.startTime, which a restarted
+	// simulator goes by, holds whole seconds only, and would end a
+	// sub-second-late install up to a second early.
+	installs map[types.UID]time.Time
 }
 
 // New returns a simulator that acts through c.
 func New(c client.Client, opts Options) *Sim {
 	opts = opts.withDefaults()
-	s := &Sim{c: c, opts: opts, pools: map[string]Pool{}, notReady: map[string]bool{}, bad: map[string]bool{}}
+	s := &Sim{c: c, opts: opts, pools: map[string]Pool{}, notReady: map[string]bool{}, bad: map[string]bool{}, installs: map[types.UID]time.Time{}}
 	for _, v := range opts.BadDrivers {
 		s.bad[v] = true
 	}
