@@ -31,9 +31,6 @@ repaired by Flux, and a drill release that fails at the staging canary node,
 is refused by the gate and is aborted. It ends with a summary and an HTML
 report (--report) of the waves, clusters, steps and each node's phases over time.
 
-notification-controller does not run on the testbed: a stand-in marks the
-serving stack's Receiver Ready in its place.
-
 Needs the programs of "make testbin" and ../shared/operators; run it from the
 repository root (or give --root). --keep leaves the testbed running and prints
 its kubeconfig; Ctrl-C stops everything.`,

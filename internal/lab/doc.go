@@ -4,10 +4,10 @@
 // binary that carries it. The end-to-end suite (test/e2e) starts its
 // worlds here too.
 //
-// [Start] starts the testbed with Kube, Kwok, Flux and a git server, and
-// per cluster a node agent in kwok mode (package nodesim), the real GPU
-// Operator once Flux has applied its chart, the notification-controller
-// stand-in (package stand) and the lifecycle controller in process; then it
+// [Start] starts the testbed with Kube, Kwok, Flux (with the real
+// notification-controller for the serving stack) and a git server, and per
+// cluster a node agent (package nodesim), the real GPU Operator once Flux
+// has applied its chart, and the lifecycle controller in process; then it
 // writes the fleet file into a work tree of an empty repository on the git
 // server and points each cluster's root GitRepository and Kustomization at
 // it, as "flux bootstrap" would. The [World]'s methods are the steps:

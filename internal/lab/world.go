@@ -27,7 +27,6 @@ import (
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
-	"github.com/gpufleet/gpufleet/internal/testbed/stand"
 )
 
 // PlaceholderCharts is the chart repository a story's fleet file names; Start
@@ -60,10 +59,12 @@ type Options struct {
 	// BadDrivers are driver versions whose install never succeeds on the
 	// simulated nodes.
 	BadDrivers []string
-	// StackCRDs also installs the serving stack's image automation and
-	// notification CRDs where the testbed has them built (no controller
-	// runs for them: only kustomize-controller applies their objects);
-	// [World.StackCRDs] says whether they were.
+	// StackCRDs also runs the real notification-controller in every
+	// cluster, with the image automation and notification CRDs, where the
+	// testbed has them built: it makes the serving stack's push Receiver
+	// Ready, and the Flux controllers send it their events (the image
+	// automation objects are only applied: no controller acts on them
+	// here); [World.StackCRDs] says whether they were.
 	StackCRDs bool
 	// SourceInterval is how often source-controller polls the fleet
 	// repository; [SourceInterval] when zero.
@@ -103,8 +104,8 @@ type World struct {
 	Operators string
 	// Sims are each cluster's node agent.
 	Sims map[string]*nodesim.Sim
-	// StackCRDs says the serving stack's image automation and notification
-	// CRDs are installed.
+	// StackCRDs says notification-controller runs and the serving stack's
+	// image automation and notification CRDs are installed.
 	StackCRDs bool
 	// Recorders sample each cluster while the world runs, when
 	// [Options.Record] asked for them.
@@ -180,14 +181,13 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	// them); the testbed installs only gpufleet's DriverRollout CRD, as the
 	// controller's install manifests would.
 	crds := []string{filepath.Join(o.Root, "config", "crd", "bases")}
-	stack := false
-	if m, _ := filepath.Glob(filepath.Join(bins.FluxImageCRDDir(), "*.yaml")); o.StackCRDs && len(m) > 0 {
-		crds = append(crds, bins.FluxImageCRDDir())
-		stack = true
-	}
+	// The serving stack's push Receiver is made Ready by the real
+	// notification-controller, which also installs the image automation
+	// CRDs; without its programs the stack is left out.
+	stack := o.StackCRDs && bins.CheckFluxImage() == nil
 	tb, err := testbed.Start(ctx, testbed.Options{
 		Clusters: o.Clusters, CRDDirs: crds,
-		Flux: true, Git: true, Kube: true, Kwok: true,
+		Flux: true, Notification: stack, Git: true, Kube: true, Kwok: true,
 		Dir: o.Dir, StartTimeout: 3 * time.Minute, AuditLog: o.AuditLog,
 	})
 	if err != nil {
@@ -229,8 +229,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 // kubelet, the node agent plays NFD/GFD and the driver install inside the
 // real operator's driver pods; the real GPU Operator starts once Flux has
 // applied its chart (it is configured by the Deployment that chart version
-// installs); notification-controller does not run here, so its stand-in
-// marks the stack's Receiver Ready; and the lifecycle controller.
+// installs); and the lifecycle controller.
 func (w *World) startCluster(ctx context.Context, name string, o Options, report func(error)) error {
 	c := w.Testbed.Cluster(name)
 	sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: o.BadDrivers, InstallTime: time.Second})
@@ -239,7 +238,6 @@ func (w *World) startCluster(ctx context.Context, name string, o Options, report
 	}
 	w.Sims[name] = sim
 	w.Go(func(ctx context.Context) { _ = sim.Run(ctx) })
-	w.Go(func(ctx context.Context) { stand.PlayNotificationController(ctx, c.Client) })
 	w.Go(func(ctx context.Context) {
 		if _, err := c.StartGPUOperatorWhenApplied(ctx, testbed.GPUOperatorOptions{}); err != nil {
 			report(fmt.Errorf("cluster %s: %w", name, err))

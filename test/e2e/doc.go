@@ -24,9 +24,8 @@
 // kubelet. kwok plays the kubelet; the node agent (package nodesim) plays
 // NFD and GFD labels, how long the driver install inside a driver pod takes
 // and whether it succeeds (the drill's driver never does), and GPU faults.
-// notification-controller does not run in this suite: a goroutine
-// (stand.PlayNotificationController, started by package lab) marks the
-// serving stack's push Receiver Ready as it would. The Network Operator's chart is applied, but its
+// The serving stack's push Receiver is made Ready by the real
+// notification-controller, which the story's testbed runs. The Network Operator's chart is applied, but its
 // operator process is not run (kwok runs its pod as a placeholder).
 // flux bootstrap is replaced by creating the root GitRepository and
 // Kustomization. The setup and the steps are package lab's, shared with the
