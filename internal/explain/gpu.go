@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // gpuOperator judges the ClusterPolicy and the release's NVIDIADrivers.
@@ -115,7 +116,7 @@ func (w *walker) driverPods() {
 		return strings.Compare(a.Spec.NodeName+"/"+a.Name, b.Spec.NodeName+"/"+b.Name)
 	})
 	for _, p := range pods {
-		if podReady(p) || p.DeletionTimestamp != nil {
+		if planner.PodReady(&p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		l := Link{Step: StepDriverPod, Object: objectOf("v1", "Pod", p.Namespace, p.Name), Expected: "Ready", Observed: string(p.Status.Phase)}
@@ -147,15 +148,6 @@ func (w *walker) moving(node string) bool {
 	for _, n := range w.o.Nodes {
 		if n.Name == node {
 			return inFlight(nodeStateOf(n).Phase)
-		}
-	}
-	return false
-}
-
-func podReady(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
 		}
 	}
 	return false

@@ -13,6 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // The story's checks of the real GPU Operator's behaviour: the driver
@@ -107,8 +108,8 @@ func (w *Play) checkDriverPlacement(cluster string) {
 			w.T.Errorf("%s: driver pod %s (DaemonSet %s of NVIDIADriver %q) runs on %s, which that NVIDIADriver does not select",
 				cluster, p.Name, ds, dss[ds], n.Name)
 		}
-		if v := nodesim.DriverPodVersion(&p); v != n.Labels[v1alpha1.LabelGFDDriverFull] || !PodReady(&p) {
-			w.T.Errorf("%s: driver pod %s on %s: version %s ready %t, GFD reports %s", cluster, p.Name, n.Name, v, PodReady(&p), n.Labels[v1alpha1.LabelGFDDriverFull])
+		if v := nodesim.DriverPodVersion(&p); v != n.Labels[v1alpha1.LabelGFDDriverFull] || !planner.PodReady(&p) {
+			w.T.Errorf("%s: driver pod %s on %s: version %s ready %t, GFD reports %s", cluster, p.Name, n.Name, v, planner.PodReady(&p), n.Labels[v1alpha1.LabelGFDDriverFull])
 		}
 		perNode[n.Name]++
 	}

@@ -137,7 +137,7 @@ func (r *Recorder) sample(ctx context.Context) {
 	if workErr == nil {
 		ready := 0
 		for _, p := range work.Items {
-			if p.DeletionTimestamp == nil && PodReady(&p) {
+			if p.DeletionTimestamp == nil && planner.PodReady(&p) {
 				ready++
 			}
 		}
@@ -228,14 +228,4 @@ func (r *Recorder) Timeline(end time.Time) *sim.Result {
 		}
 	}
 	return res
-}
-
-// PodReady reports whether p's Ready condition is true.
-func PodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

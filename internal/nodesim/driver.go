@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // DriverContainer is the name of the driver container in the GPU
@@ -39,7 +40,7 @@ func (s *Sim) syncDriverInstall(ctx context.Context, n *corev1.Node, p *corev1.P
 		loaded = ""
 	}
 	switch {
-	case podReady(p):
+	case planner.PodReady(p):
 		if reported != version {
 			s.opts.Logf("nodesim: node %s: GFD reports driver %s", n.Name, version)
 			return s.setLoaded(ctx, n.Name, version)
@@ -279,15 +280,6 @@ func driverPodCrashing(now time.Time) corev1.PodStatus {
 			}},
 		}},
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func crashLooping(p *corev1.Pod) bool {

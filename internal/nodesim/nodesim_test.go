@@ -13,6 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
@@ -60,7 +61,7 @@ func TestNodeSim(t *testing.T) {
 		node := addPool(t, "flip")
 		waitFor(t, "initial driver pod Ready", func(ctx context.Context) (bool, error) {
 			p, err := driverPod(ctx, c, node, oldDriver)
-			return p != nil && podReady(p), err
+			return p != nil && planner.PodReady(p), err
 		})
 		start := time.Now()
 		setLabel(t, c, node, v1alpha1.LabelDriver, newDriver)
@@ -80,7 +81,7 @@ func TestNodeSim(t *testing.T) {
 			}
 		}
 		p, err := driverPod(t.Context(), c, node, newDriver)
-		if err != nil || p == nil || !podReady(p) {
+		if err != nil || p == nil || !planner.PodReady(p) {
 			t.Errorf("new driver pod = %v, %v; want it Ready", p, err)
 		}
 		if old, _ := driverPod(t.Context(), c, node, oldDriver); old != nil {
@@ -105,7 +106,7 @@ func TestNodeSim(t *testing.T) {
 		})
 		time.Sleep(2 * time.Second) // two more install times: still failed
 		p, err := driverPod(t.Context(), c, node, badDriver)
-		if err != nil || p == nil || podReady(p) {
+		if err != nil || p == nil || planner.PodReady(p) {
 			t.Errorf("bad driver pod = %v, %v; want it present and not Ready", p, err)
 		}
 		if got := getNode(t, c, node).Labels[v1alpha1.LabelGFDDriverFull]; got != oldDriver {
@@ -222,15 +223,6 @@ func driverPod(ctx context.Context, c client.Client, node, version string) (*cor
 		}
 	}
 	return nil, nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {

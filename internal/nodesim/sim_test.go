@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // TestDriverInstallWithFakeClock walks driver installs step by step on a
@@ -95,7 +96,7 @@ func TestDriverInstallWithFakeClock(t *testing.T) {
 			switch {
 			case p.Status.StartTime == nil:
 				state = "new"
-			case podReady(p):
+			case planner.PodReady(p):
 				state = "ready"
 			case crashLooping(p):
 				state = "crashing"

@@ -18,3 +18,15 @@ func NodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// PodReady says the pod's Ready condition is True: the one reading of a
+// driver pod's readiness for the packages that judge or wait for one.
+// (The controller's own, in its snapshot, also asks for phase Running.)
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // The clusters of TestAdoptRunningOperator: the one gpufleet init adopts,
@@ -118,7 +119,7 @@ func (d *disruptions) sample(ctx context.Context) {
 	seen(work.Items, d.workload, &d.workGone)
 	readyOn := map[string]bool{}
 	for _, p := range drivers.Items {
-		if p.DeletionTimestamp == nil && lab.PodReady(&p) {
+		if p.DeletionTimestamp == nil && planner.PodReady(&p) {
 			readyOn[p.Spec.NodeName] = true
 		}
 	}
@@ -218,7 +219,7 @@ func (w *world) readyDriverPods(cluster string) map[string]string {
 	out := map[string]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && lab.PodReady(p) {
+		if p.DeletionTimestamp == nil && planner.PodReady(p) {
 			out[p.Spec.NodeName] = string(p.UID) + " " + nodesim.DriverPodVersion(p)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // joinFleet is the fleet file of TestJoiningNode: one cluster on the
@@ -66,7 +67,7 @@ func (w *world) waitJoined(node, driver string, began time.Time) (labelled, read
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && lab.PodReady(p) && nodesim.DriverPodVersion(p) == driver {
+			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && planner.PodReady(p) && nodesim.DriverPodVersion(p) == driver {
 				ready = time.Since(began)
 				return true, ""
 			}

@@ -466,7 +466,7 @@ func (p *peerWorld) operandsReady() {
 		}
 		on := map[string]bool{}
 		for _, pod := range pods.Items {
-			if lab.PodReady(&pod) {
+			if planner.PodReady(&pod) {
 				on[pod.Spec.NodeName] = true
 			}
 		}

@@ -133,7 +133,7 @@ func WaitReady(ctx context.Context, c client.Client, namespace, version string, 
 		driver := map[string]bool{}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp == nil && nodesim.DriverPodVersion(p) == version && podReady(p) {
+			if p.DeletionTimestamp == nil && nodesim.DriverPodVersion(p) == version && planner.PodReady(p) {
 				driver[p.Spec.NodeName] = true
 			}
 		}
@@ -155,13 +155,4 @@ func WaitReady(ctx context.Context, c client.Client, namespace, version string, 
 		return fmt.Errorf("nodes not Ready with a Ready driver pod of %q: %v: %w", version, waiting, err)
 	}
 	return nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
