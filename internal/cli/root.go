@@ -105,6 +105,7 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	root.AddCommand(newCRDDiffCommand(s))
 	root.AddCommand(newExplainCommand(s), newVersionCommand(s))
 	root.AddCommand(newDashboardCommand(s))
+	root.AddCommand(newVerifyCommand(s))
 	argsAreUsage(root)
 	return root
 }
