@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -34,7 +35,7 @@ func WriteGitHub(w io.Writer, r *Report) error {
 
 // title names the check and, when there is one, the step.
 func title(f Finding) string {
-	t := "gpufleet verify: " + f.Kind
+	t := "gpufleet verify " + f.Kind
 	if f.Step != "" {
 		t += " (" + f.Step + ")"
 	}
@@ -75,6 +76,8 @@ type CodeQualityLines struct {
 	Begin int `json:"begin"`
 }
 
+var commitHash = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+
 // CodeQuality turns the findings into a GitLab Code Quality report: an
 // error is "major", a warning "minor" (GitLab's scale: info, minor, major,
 // critical, blocker). A finding about a whole file is placed on line 1.
@@ -85,7 +88,8 @@ func CodeQuality(r *Report) []CodeQualityIssue {
 		if f.Severity == SeverityWarning {
 			sev = "minor"
 		}
-		sum := sha256.Sum256([]byte(strings.Join([]string{f.Kind, f.Step, f.File, f.Message}, "\x00")))
+		// Commit hashes are left out: a rebase does not make an issue new.
+		sum := sha256.Sum256([]byte(strings.Join([]string{f.Kind, f.Step, f.File, commitHash.ReplaceAllString(f.Message, "")}, "\x00")))
 		out = append(out, CodeQualityIssue{
 			Description: f.Message, CheckName: "gpufleet-verify/" + f.Kind, Fingerprint: hex.EncodeToString(sum[:16]), Severity: sev,
 			Location: CodeQualityLocation{Path: f.File, Lines: CodeQualityLines{Begin: max(f.Line, 1)}},

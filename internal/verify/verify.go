@@ -267,6 +267,13 @@ func (v *run) promotion(base string) []gatedStep {
 		for _, ref := range Diagnose(s) {
 			v.rep.add(Finding{Kind: CheckPromotion, Step: ref.Step, File: v.fleetPath, Line: v.at(ref.Key), Message: ref.Message, Severity: SeverityError})
 		}
+		// What the commits say was taken without the gate is shown even
+		// when the steps are not found: it is loud whatever else failed.
+		for i := range commits {
+			if c := &commits[i]; c.skipped != "" {
+				v.skippedGate(strings.TrimPrefix(c.subject, commitPrefix), c)
+			}
+		}
 		return fail(StatusFailed, "the change of [promotion] is not a sequence of promotion commands: it was edited by hand")
 	}
 	var out []gatedStep
@@ -326,15 +333,11 @@ func (v *run) gate(ctx context.Context, steps []gatedStep) {
 	for _, i := range gated {
 		gs, sr := steps[i], &v.rep.Steps[i]
 		if c := gs.commit; c != nil && c.skipped != "" && gs.step.GateRequired == "" {
-			sev, note := SeverityWarning, "it is not gated again here"
-			if v.o.RefuseSkipGate {
-				sev, note = SeverityError, "this repository refuses it (--refuse-skip-gate)"
+			if v.skippedGate(gs.step.Summary, c) {
 				failed++
 			}
 			skipped++
 			sr.GateStatus = StatusSkipped
-			v.rep.add(Finding{Kind: KindGateSkipped, Step: gs.step.Summary, File: v.fleetPath, Line: line, Severity: sev,
-				Message: fmt.Sprintf("GATE SKIPPED: `%s` was committed with --skip-gate (commit %s): %s; %s", gs.step.Summary, short(c.hash), c.skipped, note)})
 			continue
 		}
 		if v.o.NoGate || v.o.Gate == nil {
@@ -380,6 +383,18 @@ func (v *run) gate(ctx context.Context, steps []gatedStep) {
 	default:
 		v.rep.addCheck(CheckGate, StatusPassed, summary)
 	}
+}
+
+// skippedGate reports, loudly, a step committed with --skip-gate, and
+// says whether the repository refuses it.
+func (v *run) skippedGate(step string, c *commit) bool {
+	sev, note := SeverityWarning, "it is not gated again here"
+	if v.o.RefuseSkipGate {
+		sev, note = SeverityError, "this repository refuses it (--refuse-skip-gate)"
+	}
+	v.rep.add(Finding{Kind: KindGateSkipped, Step: step, File: v.fleetPath, Line: v.at("promotion.rollout"), Severity: sev,
+		Message: fmt.Sprintf("GATE SKIPPED: `%s` was committed with --skip-gate (commit %s): %s; %s", step, short(c.hash), c.skipped, note)})
+	return v.o.RefuseSkipGate
 }
 
 func short(sha string) string { return sha[:min(12, len(sha))] }

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// stacklessExample is examples/fleet.toml without its serving stack, whose
+// Secrets only sops writes: lint rightly fails a tree without them, and
+// verify runs lint.
+func stacklessExample(t *testing.T) []byte {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/fleet.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	const stack, promotion = "# ---------------------------------------------------------------- serving stack", "# ---------------------------------------------------------------- promotion"
+	i, j := strings.Index(s, stack), strings.Index(s, promotion)
+	if i < 0 || j < i {
+		t.Fatal("examples/fleet.toml has no serving stack section before [promotion]")
+	}
+	return []byte(s[:i] + s[j:])
+}
+
+// verifyRepo is a fleet repository made as a user makes one: the fleet
+// file, `gpufleet render`, a commit on main, then `gpufleet start r2026-10`.
+func verifyRepo(t *testing.T) (dir, fleetFile string, git func(args ...string) string) {
+	t.Helper()
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_CONFIG_GLOBAL": os.DevNull, "GIT_CONFIG_NOSYSTEM": "1", "GITHUB_ACTIONS": "", "GITLAB_CI": ""} {
+		t.Setenv(k, v)
+	}
+	dir = t.TempDir()
+	fleetFile = filepath.Join(dir, "fleet.toml")
+	if err := os.WriteFile(fleetFile, stacklessExample(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git = func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	mustRun(t, "render", "-f", fleetFile)
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "fleet")
+	mustRun(t, "start", "r2026-10", "-f", fleetFile)
+	return dir, fleetFile, git
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := run(t, args...)
+	if code != ExitOK {
+		t.Fatalf("gpufleet %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// closedPortKubeconfig names every cluster of the example fleet as a
+// context whose API server is a port nothing listens on.
+func closedPortKubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Config\nclusters:\n- name: closed\n  cluster:\n    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: x\ncontexts:\n")
+	for _, c := range []string{"stg-h100", "prod-h100-a", "prod-h100-b", "prod-a100"} {
+		b.WriteString("- name: " + c + "\n  context:\n    cluster: closed\n    user: u\n")
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestVerifyCommand runs verify through the CLI: a promotion made by the
+// commands passes, the command line's mistakes are usage errors, and what
+// cannot be checked (a cluster unreachable, the charts missing) fails
+// closed with exit 3.
+func TestVerifyCommand(t *testing.T) {
+	dir, fleetFile, git := verifyRepo(t)
+	git("checkout", "-q", "-b", "next")
+	mustRun(t, "approve", "r2026-10/prod-h100", "-f", fleetFile)
+	// A promote whose commit does not record the gate: verify gates it.
+	mustRun(t, "promote", "--skip-gate", "--reason", "the test commits by hand", "--no-commit", "-f", fleetFile)
+	git("commit", "-q", "-m", "promote, committed by hand")
+
+	code, out, errOut := run(t, "verify", "--base", "main", "-f", fleetFile, "--no-validate", "--no-gate")
+	if code != ExitOK || !strings.Contains(out, "verify PASS") || !strings.Contains(out, "2. promote r2026-10 to wave prod-h100, canary cluster prod-h100-a [gate skipped: stg-h100]") || !strings.Contains(out, "--no-gate: the live clusters were not checked") {
+		t.Errorf("made by the commands: exit %d\n%s%s", code, out, errOut)
+	}
+
+	for _, args := range [][]string{
+		{"verify", "-f", fleetFile},
+		{"verify", "--base", "main", "-f", fleetFile, "--annotations", "github", "-o", "json"},
+		{"verify", "--base", "main", "-f", fleetFile, "--annotations", "jenkins"},
+		{"verify", "--base", "main", "-f", fleetFile, "--codequality", "x.json"},
+	} {
+		if code, out, errOut := run(t, args...); code != ExitUsage {
+			t.Errorf("gpufleet %s: exit %d, want 2\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "verify", "--base", "no-such-branch", "-f", fleetFile, "--no-validate", "--no-gate"); code != ExitUnknown || !strings.Contains(errOut, `base revision "no-such-branch"`) {
+		t.Errorf("unknown base: exit %d, %s", code, errOut)
+	}
+
+	kubeconfig := closedPortKubeconfig(t, dir)
+	code, out, errOut = run(t, "verify", "--base", "main", "-f", fleetFile, "--no-validate", "--kubeconfig", kubeconfig, "--timeout", "5s")
+	if code != ExitUnknown || !strings.Contains(out, "gate       unknown") || !strings.Contains(out, "cluster stg-h100") || !strings.Contains(out, "verify UNKNOWN") {
+		t.Errorf("unreachable cluster: exit %d, want 3\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = run(t, "verify", "--base", "main", "-f", fleetFile, "--no-gate", "--charts", filepath.Join(dir, "no-charts"))
+	if code != ExitUnknown || !strings.Contains(out, "validate   unknown") || !strings.Contains(out, "--no-validate") {
+		t.Errorf("charts missing: exit %d, want 3\n%s%s", code, out, errOut)
+	}
+}
+
+var goldenShort = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+
+// TestVerifyGolden checks verify's -o json document against the schema
+// and a golden file, and its GitHub and GitLab annotations against theirs
+// (go test -run TestVerifyGolden -update rewrites them), on two changes
+// made of a step committed with --skip-gate and then: an approval, by
+// hand, of something that does not wait; a fleet file edited without
+// rendering it.
+func TestVerifyGolden(t *testing.T) {
+	dir, fleetFile, git := verifyRepo(t)
+	edit := func(old, new string) {
+		t.Helper()
+		src, err := os.ReadFile(fleetFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := strings.Replace(string(src), old, new, 1)
+		if edited == string(src) {
+			t.Fatalf("no %q in the fleet file", old)
+		}
+		if err := os.WriteFile(fleetFile, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	skipped := func(branch string) {
+		git("checkout", "-q", "-B", branch, "main")
+		mustRun(t, "approve", "r2026-10/prod-h100", "-f", fleetFile)
+		mustRun(t, "promote", "--skip-gate", "--reason", "INC-1234: staging API down, canary verified by hand", "-f", fleetFile)
+	}
+	for _, c := range []struct {
+		name   string
+		change func()
+	}{
+		{"verify-refused", func() {
+			skipped("refused")
+			edit("approved = []", `approved = ["r2026-10/prod-ampere"]`)
+			mustRun(t, "render", "-f", fleetFile)
+			git("commit", "-q", "-am", "approve prod-ampere by hand")
+		}},
+		{"verify-stale", func() {
+			skipped("stale")
+			edit(`soak = "30m"`, `soak = "45m"`)
+			git("commit", "-q", "-am", "a longer soak, not rendered")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("GITHUB_ACTIONS", "")
+			c.change()
+			codeQuality := filepath.Join(dir, "gl-code-quality-report.json")
+			base := []string{"verify", "--base", "main", "-f", fleetFile, "--no-validate", "--no-gate"}
+			code, doc, errOut := run(t, append(base, "-o", "json")...)
+			if code != ExitFailed {
+				t.Fatalf("exit %d, want 1\n%s%s", code, doc, errOut)
+			}
+			checkSchema(t, "VerifyReport", []byte(doc))
+			code, text, _ := run(t, append(base, "--annotations", "github")...)
+			_, github, _ := strings.Cut(text, "\nverify FAIL: a check failed\n")
+			if code != ExitFailed || !strings.HasPrefix(github, "::") {
+				t.Errorf("github: exit %d\n%s", code, text)
+			}
+			if code, _, _ := run(t, append(base, "--annotations", "gitlab", "--codequality", codeQuality)...); code != ExitFailed {
+				t.Errorf("gitlab: exit %d", code)
+			}
+			gitlab, err := os.ReadFile(codeQuality)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Auto: a GitHub Actions job gets the workflow commands unasked.
+			t.Setenv("GITHUB_ACTIONS", "true")
+			if _, out, _ := run(t, base...); out != text {
+				t.Errorf("GITHUB_ACTIONS=true: not the same as --annotations github\n%s", out)
+			}
+			for suffix, got := range map[string]string{".json": doc, "-github.txt": github, "-gitlab.json": string(gitlab)} {
+				got = goldenShort.ReplaceAllString(normalize(got, dir), "$$SHORT")
+				golden := filepath.Join("testdata", "golden", c.name+suffix)
+				if *updateGolden {
+					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (go test -run TestVerifyGolden -update writes it)", err)
+				}
+				if got != string(want) {
+					t.Errorf("%s differs:\n%s", golden, got)
+				}
+			}
+		})
+	}
+}
