@@ -12,13 +12,14 @@ import (
 
 // rawFile is the fleet file as decoded, before validation.
 type rawFile struct {
-	Charts    Charts              `toml:"charts"`
-	Releases  map[string]*Release `toml:"releases"`
-	Clusters  map[string]*Cluster `toml:"clusters"`
-	Waves     []*Wave             `toml:"waves"`
-	Policy    rawPolicy           `toml:"policy"`
-	Promotion Promotion           `toml:"promotion"`
-	Stack     *Stack              `toml:"stack"`
+	Charts     Charts              `toml:"charts"`
+	Controller Controller          `toml:"controller"`
+	Releases   map[string]*Release `toml:"releases"`
+	Clusters   map[string]*Cluster `toml:"clusters"`
+	Waves      []*Wave             `toml:"waves"`
+	Policy     rawPolicy           `toml:"policy"`
+	Promotion  Promotion           `toml:"promotion"`
+	Stack      *Stack              `toml:"stack"`
 }
 
 // Load reads and validates the fleet file at path. Invalid input returns
@@ -68,16 +69,17 @@ func Parse(name string, data []byte) (*Fleet, error) {
 	}
 
 	f := &Fleet{
-		Path:      name,
-		Source:    data,
-		positions: probs.pos,
-		Charts:    raw.Charts,
-		Releases:  orEmpty(raw.Releases),
-		Clusters:  orEmpty(raw.Clusters),
-		Waves:     raw.Waves,
-		Promotion: raw.Promotion,
-		Stack:     raw.Stack,
-		policy:    raw.Policy,
+		Path:       name,
+		Source:     data,
+		positions:  probs.pos,
+		Charts:     raw.Charts,
+		Controller: raw.Controller,
+		Releases:   orEmpty(raw.Releases),
+		Clusters:   orEmpty(raw.Clusters),
+		Waves:      raw.Waves,
+		Promotion:  raw.Promotion,
+		Stack:      raw.Stack,
+		policy:     raw.Policy,
 	}
 	f.clusterNames = sortedKeys(f.Clusters)
 	f.validate(probs)

@@ -66,6 +66,30 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 			},
 		},
 		{
+			name: "controller versions: in every release or none, an image to take them from",
+			edit: func(s string) string {
+				s = strings.Replace(s, `driver = "570.172.08"`, `driver = "570.172.08"`+"\n"+`controller = "v0.9.0"`, 1)
+				return strings.Replace(s, `[[clusters.stg.pools]]`, `kubernetes = "1.x"`+"\n\n"+`[[clusters.stg.pools]]`, 1)
+			},
+			want: []string{
+				`f.toml:1:1: controller: image is required where releases name a controller version (releases r1): the image repository without a tag, e.g. image = "registry.example.com/gpufleet/gpufleet-controller"`,
+				`f.toml:7:2: releases.r2: controller is required: releases r1 name a controller version, and a release without one would remove gpufleet-controller from every cluster it reaches`,
+				`f.toml:15:1: clusters.stg.kubernetes: "1.x" is not a Kubernetes minor version such as "1.31"`,
+			},
+		},
+		{
+			name: "controller image with a tag, a version that is none",
+			edit: func(s string) string {
+				s = strings.Replace(s, `driver = "570.172.08"`, `driver = "570.172.08"`+"\n"+`controller = "latest"`, 1)
+				s = strings.Replace(s, `driver = "580.95.05"`, `driver = "580.95.05"`+"\n"+`controller = "v0.9.0"`, 1)
+				return "[controller]\nimage = \"registry.internal.example/gpufleet-controller:v1\"\n\n" + s
+			},
+			want: []string{
+				`f.toml:2:1: controller.image: "registry.internal.example/gpufleet-controller:v1" names a tag or digest: write the repository alone; each release's controller version is the tag`,
+				`f.toml:8:1: releases.r1.controller: "latest" is not a gpufleet-controller version such as v0.9.0 (the image's tag)`,
+			},
+		},
+		{
 			name: "syntax error",
 			edit: func(s string) string { return strings.Replace(s, "[policy]", "[policy", 1) },
 			want: []string{

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -15,11 +17,13 @@ type Fleet struct {
 	// Path is the file the fleet was read from, for messages.
 	Path string
 
-	Charts    Charts
-	Releases  map[string]*Release
-	Clusters  map[string]*Cluster
-	Waves     []*Wave
-	Promotion Promotion
+	Charts Charts
+	// Controller is where gpufleet-controller's image comes from.
+	Controller Controller
+	Releases   map[string]*Release
+	Clusters   map[string]*Cluster
+	Waves      []*Wave
+	Promotion  Promotion
 	// Stack is the LLM serving stack; nil when the fleet file has none.
 	Stack *Stack
 
@@ -48,6 +52,24 @@ type Charts struct {
 	Mode string `toml:"mode"`
 }
 
+// Controller says where gpufleet-controller's image comes from
+// ([controller]); each release names the version (Release.Controller).
+type Controller struct {
+	// Image is the image repository without a tag, e.g.
+	// "registry.example.com/gpufleet/gpufleet-controller": the release's
+	// controller version is its tag. A mirror is one line.
+	Image string `toml:"image"`
+}
+
+// ControllerImage is the image reference of release r's controller
+// ("<image>:<version>"); empty when r names no controller version.
+func (f *Fleet) ControllerImage(r *Release) string {
+	if r == nil || r.Controller == "" {
+		return ""
+	}
+	return f.Controller.Image + ":" + r.Controller
+}
+
 // Chart modes.
 const (
 	ModeHelmRelease = "helmrelease"
@@ -62,6 +84,12 @@ type Release struct {
 	// Network Operator (render writes none, and removes one it wrote).
 	GPUOperator     string `toml:"gpu-operator"`
 	NetworkOperator string `toml:"network-operator"`
+	// Controller is gpufleet-controller's version (its image tag, e.g.
+	// "v0.9.0"): render installs the controller at it on every cluster the
+	// release reaches. Empty in every release, or set in every release (see
+	// validateControllers): a release without it would remove the
+	// controller from the clusters it reaches.
+	Controller string `toml:"controller"`
 	// Driver is the GPU driver version, e.g. "580.95.05", or with
 	// Precompiled a driver branch, e.g. "570".
 	Driver string `toml:"driver"`
@@ -86,6 +114,11 @@ type Cluster struct {
 	// Context is the kubeconfig context gate connects through.
 	Context string  `toml:"context"`
 	Pools   []*Pool `toml:"pools"`
+	// Kubernetes is the cluster's Kubernetes minor version ("1.31"), where
+	// the fleet file says it (`gpufleet init` writes it): render leaves out
+	// what the cluster's API server does not serve (the controller's
+	// admission policy before 1.30). Empty: a current Kubernetes.
+	Kubernetes string `toml:"kubernetes"`
 	// GPUOperator and NetworkOperator are the operators as they are
 	// installed on the cluster ([clusters.<name>.gpu-operator] and
 	// [clusters.<name>.network-operator], which `gpufleet init` writes):
@@ -95,6 +128,24 @@ type Cluster struct {
 	// neighbours, which answer for both cases).
 	GPUOperator     *OperatorInstall `toml:"gpu-operator"`
 	NetworkOperator *OperatorInstall `toml:"network-operator"`
+}
+
+// AdmissionPolicyMinor is the first Kubernetes minor version that serves
+// ValidatingAdmissionPolicy as admissionregistration.k8s.io/v1.
+const AdmissionPolicyMinor = 30
+
+// ServesAdmissionPolicy reports whether the cluster's API server serves
+// ValidatingAdmissionPolicy v1: Kubernetes 1.30 or later, or a cluster
+// whose version the fleet file does not say (taken to be current).
+func (c *Cluster) ServesAdmissionPolicy() bool {
+	v := strings.TrimPrefix(c.Kubernetes, "v")
+	if v == "" {
+		return true
+	}
+	_, minor, _ := strings.Cut(v, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	n, err := strconv.Atoi(minor)
+	return err != nil || n >= AdmissionPolicyMinor
 }
 
 // Pool is a set of identical GPU nodes in a cluster.

@@ -19,6 +19,9 @@ var (
 	// driverBranch is an NVIDIA driver branch, what a precompiled driver
 	// names instead of a version.
 	driverBranch = regexp.MustCompile(`^[0-9]{3}$`)
+	// kubeMinor is a Kubernetes minor version, "1.31" (a patch release
+	// "1.31.4" or a leading v is accepted).
+	kubeMinor = regexp.MustCompile(`^v?1\.[0-9]{1,3}(\.[0-9]+)?$`)
 	// labelValue is a Kubernetes label value (GPU product names are label values).
 	labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 )
@@ -40,6 +43,7 @@ func (f *Fleet) validate(probs *problemList) {
 		f.Clusters[name].Name = name
 		f.validateCluster(probs, f.Clusters[name])
 	}
+	f.validateControllers(probs)
 	f.validateWaves(probs)
 	f.validatePolicy(probs)
 	f.validateInstalls(probs)
@@ -88,6 +92,46 @@ func (f *Fleet) validateRelease(probs *problemList, r *Release) {
 		probs.add(key+".network-operator", "%q is not a chart version such as v25.4.0", r.NetworkOperator)
 	}
 	checkDriver(probs, key, r)
+	if r.Controller != "" && !chartVersion.MatchString(r.Controller) {
+		probs.add(key+".controller", "%q is not a gpufleet-controller version such as v0.9.0 (the image's tag)", r.Controller)
+	}
+}
+
+// imageRepository is an image reference without tag or digest: host[:port]
+// and path segments of lower-case letters, digits and separators.
+var imageRepository = regexp.MustCompile(`^([a-zA-Z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$`)
+
+// validateControllers checks [controller] and the releases' controller
+// versions together. Either no release names a controller version (the
+// controller is installed outside the fleet file, by hand) or every
+// release does: a release without one would have render drop the
+// controller's install from the clusters it reaches, and Flux would prune
+// the controller there in the middle of the promotion.
+func (f *Fleet) validateControllers(probs *problemList) {
+	var with, without []string
+	for _, name := range f.ReleaseNames() {
+		if f.Releases[name].Controller != "" {
+			with = append(with, name)
+		} else {
+			without = append(without, name)
+		}
+	}
+	img := f.Controller.Image
+	switch {
+	case img == "" && len(with) > 0:
+		probs.add("controller", `image is required where releases name a controller version (releases %s): the image repository without a tag, e.g. image = "registry.example.com/gpufleet/gpufleet-controller"`, strings.Join(with, ", "))
+	case strings.Contains(img[strings.LastIndex(img, "/")+1:], ":") || strings.Contains(img, "@"):
+		probs.add("controller.image", "%q names a tag or digest: write the repository alone; each release's controller version is the tag", img)
+	case img != "" && !imageRepository.MatchString(img):
+		probs.add("controller.image", "%q is not an image repository such as registry.example.com/gpufleet/gpufleet-controller", img)
+	case img != "" && len(with) == 0:
+		probs.add("controller.image", "no release names a controller version: add controller = \"v0.9.0\" (say) to each release, or drop [controller]")
+	}
+	if len(with) > 0 {
+		for _, name := range without {
+			probs.add(joinKey("releases", name), "controller is required: releases %s name a controller version, and a release without one would remove gpufleet-controller from every cluster it reaches", strings.Join(with, ", "))
+		}
+	}
 }
 
 // checkDriver checks that a release's driver and its precompiled setting
@@ -131,6 +175,9 @@ func (f *Fleet) validateCluster(probs *problemList, c *Cluster) {
 		// The kubeconfig context defaults to the cluster's name, as most
 		// fleets name their contexts after their clusters.
 		c.Context = c.Name
+	}
+	if c.Kubernetes != "" && !kubeMinor.MatchString(c.Kubernetes) {
+		probs.add(key+".kubernetes", "%q is not a Kubernetes minor version such as \"1.31\"", c.Kubernetes)
 	}
 	if len(c.Pools) == 0 {
 		probs.add(key, "cluster has no GPU pools: add at least one [[clusters.%s.pools]]", c.Name)

@@ -74,7 +74,10 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 		if len(parts) < 3 || parts[0] != "clusters" {
 			continue
 		}
-		if change := describe(old, new); change != "" {
+		if path.Base(file) == render.ControllerFile {
+			// Several objects in one file: say which changed, and how.
+			p.Clusters[parts[1]] = append(p.Clusters[parts[1]], describeEach(old, new)...)
+		} else if change := describe(old, new); change != "" {
 			p.Clusters[parts[1]] = append(p.Clusters[parts[1]], change)
 		}
 	}
@@ -124,6 +127,14 @@ type objectView struct {
 				Version string `json:"version"`
 			} `json:"spec"`
 		} `json:"chart"`
+		// Template is a Deployment's pod template: its images.
+		Template struct {
+			Spec struct {
+				Containers []struct {
+					Image string `json:"image"`
+				} `json:"containers"`
+			} `json:"spec"`
+		} `json:"template"`
 		TargetVersion   string `json:"targetVersion"`
 		PreviousVersion string `json:"previousVersion"`
 		Approval        string `json:"approval"`
@@ -151,6 +162,9 @@ func describe(old, new []byte) string {
 	if o.Metadata.Name != n.Metadata.Name {
 		what = append(what, "name "+o.Metadata.Name+" → "+n.Metadata.Name)
 	}
+	if oi, ni := images(o), images(n); oi != ni {
+		what = append(what, "image "+oi+" → "+ni)
+	}
 	if o.Spec.TargetVersion != n.Spec.TargetVersion {
 		what = append(what, "driver "+o.Spec.TargetVersion+" → "+n.Spec.TargetVersion)
 	}
@@ -166,4 +180,40 @@ func describe(old, new []byte) string {
 		what = []string{"changed"}
 	}
 	return fmt.Sprintf("~ %s %s: %s", n.Kind, n.Metadata.Name, strings.Join(what, ", "))
+}
+
+// images are a Deployment's container images, joined.
+func images(v objectView) string {
+	var out []string
+	for _, c := range v.Spec.Template.Spec.Containers {
+		out = append(out, c.Image)
+	}
+	return strings.Join(out, ", ")
+}
+
+// describeEach says how each object of a file of several changes (added,
+// removed, or changed as describe says).
+func describeEach(old, new []byte) []string {
+	var out []string
+	olds := map[string]document{}
+	for _, d := range documents(old) {
+		olds[d.key()] = d
+	}
+	seen := map[string]bool{}
+	for _, d := range documents(new) {
+		seen[d.key()] = true
+		o, ok := olds[d.key()]
+		switch {
+		case !ok:
+			out = append(out, describe(nil, []byte(d.text)))
+		case o.text != d.text:
+			out = append(out, describe([]byte(o.text), []byte(d.text)))
+		}
+	}
+	for _, d := range documents(old) {
+		if !seen[d.key()] {
+			out = append(out, describe([]byte(d.text), nil))
+		}
+	}
+	return out
 }

@@ -111,6 +111,9 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 	case len(f.Waves) == 0:
 		return Step{}, errors.New("the fleet has no waves")
 	}
+	if err := controllerAlone(f, rel); err != nil {
+		return Step{}, err
+	}
 	first := f.Waves[0]
 	next := clone(p)
 	next.Rollout = &fleet.Rollout{Release: release, Wave: first.Name, Stage: entryStage(first)}
@@ -119,6 +122,9 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 	next.Approved = withoutRelease(next.Approved, release)
 	step := Step{Promotion: next, Summary: fmt.Sprintf("start %s at wave %s", release, first.Name)}
 	step.Details = append(step.Details, fmt.Sprintf("Release %s: gpu-operator %s, network-operator %s, driver %s.", release, rel.GPUOperator, rel.NetworkOperator, rel.Driver))
+	if stable := f.Releases[p.Stable]; stable != nil && rel.Controller != stable.Controller {
+		step.Details = append(step.Details, fmt.Sprintf("gpufleet-controller %s → %s, wave by wave with the release (the driver stays %s).", stable.Controller, rel.Controller, rel.Driver))
+	}
 	if why := f.Downgrade(release); len(why) > 0 {
 		w := fmt.Sprintf("%s is older than the stable release %s (%s): this start is a downgrade", release, p.Stable, strings.Join(why, ", "))
 		step.Warnings = append(step.Warnings, w)
@@ -131,6 +137,30 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 	}
 	step.Details = append(step.Details, "Now on "+release+": "+strings.Join(reachedClusters(f, next), ", ")+".")
 	return step, nil
+}
+
+// controllerAlone refuses a release that changes gpufleet-controller's
+// version and the driver in one go. The controller is the program that
+// drains every GPU node: a new version must first be seen running, taking
+// over its rollouts, on the canary cluster and through the waves while no
+// node moves, so that a defect in it costs a wave's gate and not a wave of
+// drained nodes. With both in one release, the first thing a new
+// controller would do is move every node it has, and an abort would roll
+// the driver back under a controller that is itself being rolled out.
+// Two releases do it: the new controller with the stable release's driver,
+// then the new driver.
+func controllerAlone(f *fleet.Fleet, rel *fleet.Release) error {
+	stable := f.Releases[f.Promotion.Stable]
+	if stable == nil || rel.Controller == stable.Controller {
+		return nil
+	}
+	if rel.Driver == stable.Driver && rel.Precompiled == stable.Precompiled {
+		return nil
+	}
+	return fmt.Errorf("release %s changes gpufleet-controller (%s → %s) and the driver (%s → %s) in one go: "+
+		"the controller that moves every GPU node would start moving them the moment it arrives, untried; "+
+		"roll out the new controller first in a release with the stable driver %s, then the driver",
+		rel.Name, stable.Controller, rel.Controller, stable.Driver, rel.Driver, stable.Driver)
 }
 
 // Promote moves the rollout one step: from a wave's canary cluster to the

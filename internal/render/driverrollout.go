@@ -54,6 +54,10 @@ type Target struct {
 	// driver, and it is the ClusterPolicy (its spec.driver.version and
 	// state) that says whether the cluster runs it.
 	NVIDIADrivers []string
+	// ControllerImage is gpufleet-controller's image render installs
+	// (see ControllerImage); empty where the fleet file names no
+	// controller version.
+	ControllerImage string
 }
 
 // TargetFor returns the Target of cluster.
@@ -62,7 +66,7 @@ func TargetFor(f *fleet.Fleet, cluster string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	t := Target{Release: f.ReleaseFor(cluster), DriverRollout: dr}
+	t := Target{Release: f.ReleaseFor(cluster), DriverRollout: dr, ControllerImage: ControllerImage(f, cluster)}
 	if clusterPolicyManaged(f.Clusters[cluster]) {
 		return t, nil
 	}

@@ -80,7 +80,7 @@ func operatorHealthChecks(p clusterPlan) []meta.NamespacedObjectKindReference {
 	for _, op := range operatorInstalls(p.cluster, p.release) {
 		refs = append(refs, meta.NamespacedObjectKindReference{APIVersion: "apps/v1", Kind: "Deployment", Name: op.Deployment, Namespace: op.Namespace})
 	}
-	return refs
+	return append(refs, controllerHealthCheck(p)...)
 }
 
 // noWaitReason is why the config step does not wait, written on it for
@@ -167,8 +167,12 @@ func releaseLabels(p clusterPlan, release string) map[string]string {
 	return l
 }
 
-// operatorObjects is the operators step: the chart repository, a namespace
-// per operator and a HelmRelease per operator at the release's versions.
+// operatorObjects is the operators step: the operators at the release's
+// versions (operatorHelmReleases, or operatorManifests in the manifests
+// chart mode) and gpufleet-controller's install (gpufleetControllerObjects).
+//
+// In the helmrelease chart mode: the chart repository, a namespace per
+// operator and a HelmRelease per operator.
 //
 // An adopted install (Operator.Adopted) gets its HelmRelease in the
 // namespace it was found in, with spec.releaseName naming the release it
@@ -176,9 +180,22 @@ func releaseLabels(p clusterPlan, release string) map[string]string {
 // (its storage is the HelmRelease's namespace) rather than installing a
 // second operator beside it; the object keeps the chart's name.
 func operatorObjects(p clusterPlan) ([]object, error) {
-	if p.fleet.Charts.Mode == fleet.ModeManifests {
-		return operatorManifests(p)
+	ctrl, err := gpufleetControllerObjects(p)
+	if err != nil {
+		return nil, err
 	}
+	var objs []object
+	if p.fleet.Charts.Mode == fleet.ModeManifests {
+		objs, err = operatorManifests(p)
+	} else {
+		objs, err = operatorHelmReleases(p)
+	}
+	return append(objs, ctrl...), err
+}
+
+// operatorHelmReleases are the operators step's chart repository,
+// namespaces and HelmReleases (the helmrelease chart mode).
+func operatorHelmReleases(p clusterPlan) ([]object, error) {
 	repo := &sourcev1.HelmRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmRepositoryKind},
 		ObjectMeta: metav1.ObjectMeta{Name: chartRepository, Namespace: fluxNamespace, Labels: baseLabels(p)},
