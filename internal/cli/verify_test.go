@@ -31,12 +31,21 @@ func stacklessExample(t *testing.T) []byte {
 // file, `gpufleet render`, a commit on main, then `gpufleet start r2026-10`.
 func verifyRepo(t *testing.T) (dir, fleetFile string, git func(args ...string) string) {
 	t.Helper()
+	dir, fleetFile, git = renderedRepo(t, stacklessExample(t))
+	mustRun(t, "start", "r2026-10", "-f", fleetFile)
+	return dir, fleetFile, git
+}
+
+// renderedRepo is a fleet repository holding fleet, rendered, committed
+// on main.
+func renderedRepo(t *testing.T, fleet []byte) (dir, fleetFile string, git func(args ...string) string) {
+	t.Helper()
 	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_CONFIG_GLOBAL": os.DevNull, "GIT_CONFIG_NOSYSTEM": "1", "GITHUB_ACTIONS": "", "GITLAB_CI": ""} {
 		t.Setenv(k, v)
 	}
 	dir = t.TempDir()
 	fleetFile = filepath.Join(dir, "fleet.toml")
-	if err := os.WriteFile(fleetFile, stacklessExample(t), 0o644); err != nil {
+	if err := os.WriteFile(fleetFile, fleet, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	git = func(args ...string) string {
@@ -51,7 +60,6 @@ func verifyRepo(t *testing.T) (dir, fleetFile string, git func(args ...string) s
 	git("init", "-q", "-b", "main")
 	git("add", "-A")
 	git("commit", "-q", "-m", "fleet")
-	mustRun(t, "start", "r2026-10", "-f", fleetFile)
 	return dir, fleetFile, git
 }
 
