@@ -142,7 +142,7 @@ func (v *run) rendered() {
 		return
 	}
 	if len(changes) == 0 {
-		v.rep.addCheck(CheckRendered, StatusPassed, fmt.Sprintf("the rendered tree is what %s renders (%d files)", v.fleetPath, len(out.Files)))
+		v.rep.addCheck(CheckRendered, StatusPassed, fmt.Sprintf("the rendered tree is what %s renders", v.fleetPath))
 		return
 	}
 	what := map[string]string{
