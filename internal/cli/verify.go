@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fsutil"
+	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/verify"
 )
 
@@ -144,7 +146,11 @@ func (o *verifyOptions) validate(cmd *cobra.Command) error {
 func (o *verifyOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	vo := verify.Options{
 		FleetFile: o.fleetFile, Base: o.base, Revision: o.revision,
-		Render:        fleetRenderOptions(ctx),
+		// In the manifests mode render needs the charts too: the same
+		// ones validate reads.
+		Render: func(f *fleet.Fleet) (render.Options, error) {
+			return renderOptionsFor(ctx, f, cmp.Or(o.chartsDir, o.repo), nil)
+		},
 		NoValidate:    o.noValidate,
 		LintApplyTime: 30 * time.Second,
 		NoGate:        o.noGate, RefuseSkipGate: o.refuseSkipGate,

@@ -253,3 +253,14 @@ func TestVerifyGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyValidatesCharts runs verify's validate on the real operator
+// charts, as `gpufleet validate --charts` reads them.
+func TestVerifyValidatesCharts(t *testing.T) {
+	ops := operatorsDir(t)
+	_, fleetFile, _ := verifyRepo(t)
+	code, out, errOut := run(t, "verify", "--base", "main", "-f", fleetFile, "--no-gate", "--charts", ops)
+	if code != ExitOK || !regexp.MustCompile(`(?m)^  validate +passed +[0-9]+ custom resource\(s\) in 3 release\(s\) valid`).MatchString(out) {
+		t.Errorf("exit %d, want 0 with validate passed\n%s%s", code, out, errOut)
+	}
+}

@@ -65,17 +65,24 @@ func FindSteps(s Search) ([]promote.Step, bool) {
 // that would gate clusters the change already moved are not taken. It
 // returns the path to the head's state (nil when not reached) and every
 // state reached, for the diagnosis.
+//
+// The approvals of clusters' canary nodes are not searched: each is taken
+// as soon as it waits when the head has it (approveWaiting), and not at
+// all otherwise, since no other step needs one. They commute with every
+// other step (nothing but the end of the rollout takes them back, and the
+// gate does not judge them), and searching them would try every subset of
+// a large wave's clusters. So MaxSteps bounds the other steps.
 func (s Search) search(strict bool) ([]promote.Step, []node) {
 	limit := s.MaxSteps
 	if limit <= 0 {
 		limit = DefaultMaxSteps
 	}
 	goal := stateKey(s.Head.Promotion)
-	start := node{p: s.Base, steps: []promote.Step{}}
-	if stateKey(s.Base) == goal {
+	start := s.approveWaiting(node{p: s.Base, steps: []promote.Step{}})
+	if stateKey(start.p) == goal {
 		return start.steps, []node{start}
 	}
-	seen := map[string]bool{stateKey(s.Base): true}
+	seen := map[string]bool{stateKey(start.p): true}
 	all := []node{start}
 	frontier := []node{start}
 	for depth := 0; depth < limit && len(frontier) > 0; depth++ {
@@ -90,12 +97,12 @@ func (s Search) search(strict bool) ([]promote.Step, []node) {
 				if strict && len(s.moved(n.steps, step)) > 0 {
 					continue
 				}
-				k := stateKey(step.Promotion)
+				child := s.approveWaiting(node{p: step.Promotion, steps: append(slices.Clone(n.steps), step)})
+				k := stateKey(child.p)
 				if seen[k] {
 					continue
 				}
 				seen[k] = true
-				child := node{p: step.Promotion, steps: append(slices.Clone(n.steps), step)}
 				if k == goal {
 					return child.steps, append(all, child)
 				}
@@ -106,6 +113,24 @@ func (s Search) search(strict bool) ([]promote.Step, []node) {
 		frontier = next
 	}
 	return nil, all
+}
+
+// approveWaiting takes, in n's state, the approval of each cluster's
+// canary node(s) that waits and that the head has.
+func (s Search) approveWaiting(n node) node {
+	f := s.Head.WithPromotion(n.p)
+	for _, w := range promote.Waits(f) {
+		if w.Cluster == "" || !slices.Contains(s.Head.Promotion.Approved, w.Approval) {
+			continue
+		}
+		st, err := promote.Approve(f, w.Approval)
+		if err != nil {
+			continue
+		}
+		n = node{p: st.Promotion, steps: append(slices.Clone(n.steps), st)}
+		f = s.Head.WithPromotion(n.p)
+	}
+	return n
 }
 
 // moved lists the clusters step gates whose expected state differs from
@@ -131,15 +156,16 @@ func (s Search) moved(before []promote.Step, step promote.Step) []string {
 }
 
 // mutations are the promotion commands, each with every argument it can
-// take in state f: start with each release, approve with each name that
-// waits (the only names Approve accepts).
+// take in state f: start with each release, approve with each wave's
+// approval that waits (a promote needs it, and uses it up; the clusters'
+// are approveWaiting's).
 func mutations(f *fleet.Fleet) []promote.Mutation {
 	out := []promote.Mutation{promote.Promote, promote.Pause, promote.Resume, promote.Abort}
 	for _, r := range f.ReleaseNames() {
 		out = append(out, func(f *fleet.Fleet) (promote.Step, error) { return promote.Start(f, r) })
 	}
 	for _, w := range promote.Waits(f) {
-		if w.Approval != "" {
+		if w.Approval != "" && w.Cluster == "" {
 			out = append(out, func(f *fleet.Fleet) (promote.Step, error) { return promote.Approve(f, w.Approval) })
 		}
 	}
