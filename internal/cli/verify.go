@@ -98,7 +98,7 @@ fail closed.`,
 	cmd.Flags().BoolVar(&o.noValidate, "no-validate", false, "leave out validate (the operator charts)")
 	cmd.Flags().BoolVar(&o.noGate, "no-gate", false, "leave out the gate on the live clusters (local use)")
 	cmd.Flags().BoolVar(&o.refuseSkipGate, "refuse-skip-gate", false, "a step committed with --skip-gate fails the check instead of warning")
-	cmd.Flags().IntVar(&o.maxSteps, "max-steps", verify.DefaultMaxSteps, "the most promotion steps one change may hold")
+	cmd.Flags().IntVar(&o.maxSteps, "max-steps", verify.DefaultMaxSteps, "the most promotion steps one change may hold, besides approvals of clusters' canary nodes")
 	cmd.Flags().StringVarP(&o.output, "output", "o", formatText, "text, json or yaml")
 	cmd.Flags().StringVar(&o.annotations, "annotations", annotationsAuto, "auto, github, gitlab or none")
 	cmd.Flags().StringVar(&o.codeQuality, "codequality", "", "with gitlab annotations: the Code Quality report to write (default "+defaultCodeQuality+")")
