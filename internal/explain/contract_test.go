@@ -189,6 +189,14 @@ func fleetVariant(t *testing.T, file string, operator, manifests bool) *fleet.Fl
 	if manifests {
 		f.Charts.Mode = fleet.ModeManifests
 	}
+	if file == exampleFleet {
+		// gpufleet-controller installed by render, as where the fleet file
+		// names its version.
+		f.Controller.Image = "registry.internal.example/gpufleet/gpufleet-controller"
+		for _, r := range f.Releases {
+			r.Controller = "v0.9.0"
+		}
+	}
 	fleetVariants[v] = f
 	return f
 }
@@ -210,6 +218,9 @@ func convergedOn(e gate.Expected) Observed {
 	for key, label := range e.OperatorDeployments {
 		ns, name, _ := strings.Cut(key, "/")
 		o.Deployments[key] = operatorDeployment(ns, name, label, true)
+	}
+	if e.ControllerImage != "" {
+		o.Controller = controllerDeployment(e.ControllerImage, true)
 	}
 	crd := e.DriverManagement == fleet.DriverManagementNVIDIADriver
 	o.ClusterPolicy = obj("nvidia.com/v1", "ClusterPolicy", "", "cluster-policy", map[string]any{"driver": map[string]any{"useNvidiaDriverCRD": crd}}, map[string]any{"state": "ready"})
@@ -254,6 +265,13 @@ func operatorDeployment(ns, name, chart string, available bool) *unstructured.Un
 			"conditions": []any{map[string]any{"type": "Available", "status": map[bool]string{true: "True", false: "False"}[available]}},
 		},
 	}}
+}
+
+// controllerDeployment is gpufleet-controller's Deployment running image.
+func controllerDeployment(image string, available bool) *unstructured.Unstructured {
+	u := operatorDeployment("gpufleet-system", "gpufleet-controller", "", available)
+	u.Object["spec"].(map[string]any)["template"] = map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "manager", "image": image}}}}
+	return u
 }
 
 func pick[T any](r *rand.Rand, list []T) T { return list[r.IntN(len(list))] }
@@ -323,6 +341,19 @@ func breakOne(r *rand.Rand, e gate.Expected, o *Observed) string {
 			default:
 				setStatus(u, "conditions", reconciling)
 				return "helmrelease " + key + " upgrading"
+			}
+		}
+		if e.ControllerImage != "" && (len(e.OperatorDeployments) == 0 || r.IntN(2) == 0) {
+			switch r.IntN(3) {
+			case 0:
+				o.Controller = nil
+				return "gpufleet-controller missing"
+			case 1:
+				o.Controller = controllerDeployment(e.ControllerImage+"-old", true)
+				return "gpufleet-controller at another version"
+			default:
+				o.Controller = controllerDeployment(e.ControllerImage, false)
+				return "gpufleet-controller not available"
 			}
 		}
 		key := pick(r, keysOf(e.OperatorDeployments))

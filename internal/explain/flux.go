@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/config"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/lint"
 	"github.com/gpufleet/gpufleet/internal/render"
@@ -332,6 +333,27 @@ func (w *walker) operators() {
 		}
 		w.add(l)
 	}
+}
+
+// controllerLink is gpufleet-controller's Deployment, where render
+// installs it (Expected.ControllerImage): part of the operators step, so a
+// DriverRollout is driven by the release's version only once it is
+// Available.
+func (w *walker) controllerLink() {
+	if w.e.ControllerImage == "" {
+		return
+	}
+	id := gate.ControllerCheck()
+	l := Link{Step: StepOperator, Object: objectOf("apps/v1", "Deployment", config.Namespace, config.Deployment), Expected: "Available, " + w.e.ControllerImage, Checks: []gate.CheckID{id}}
+	check, ok := w.passed(id)
+	l.Observed = check.Observed
+	if ok {
+		l.State = OK
+	} else {
+		l.State, l.Message, l.Next = BrokenState, check.Message, fmt.Sprintf("kubectl -n %s rollout status deployment/%s", config.Namespace, config.Deployment)
+		w.blockedBy(&l, "operators")
+	}
+	w.add(l)
 }
 
 func condMessage(c *Condition) string {

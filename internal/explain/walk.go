@@ -27,6 +27,7 @@ func Walk(f *fleet.Fleet, e gate.Expected, o Observed) *Answer {
 	w.sources()
 	w.kustomizations()
 	w.operators()
+	w.controllerLink()
 	w.gpuOperator()
 	w.driverPods()
 	w.rollout()

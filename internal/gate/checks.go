@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/config"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
@@ -20,10 +21,13 @@ type Observed struct {
 	Kustomizations map[string]*unstructured.Unstructured
 	HelmReleases   map[string]*unstructured.Unstructured
 	Deployments    map[string]*unstructured.Unstructured
-	ClusterPolicy  *unstructured.Unstructured
-	NVIDIADrivers  map[string]*unstructured.Unstructured
-	Nodes          []corev1.Node
-	Rollout        *v1alpha1.DriverRollout
+	// Controller is gpufleet-controller's Deployment (read where
+	// Expected.ControllerImage is set).
+	Controller    *unstructured.Unstructured
+	ClusterPolicy *unstructured.Unstructured
+	NVIDIADrivers map[string]*unstructured.Unstructured
+	Nodes         []corev1.Node
+	Rollout       *v1alpha1.DriverRollout
 }
 
 // Evaluate judges what was observed on a cluster against what is expected.
@@ -50,6 +54,10 @@ func Evaluate(e Expected, o Observed) []Check {
 		want := e.OperatorDeployments[key]
 		ok, observed, msg := operatorDeploymentReady(o.Deployments[key], want)
 		add(OperatorDeploymentCheck(key), ok, "Available, chart "+want, observed, msg)
+	}
+	if e.ControllerImage != "" {
+		ok, observed, msg := controllerReady(o.Controller, e.ControllerImage)
+		add(ControllerCheck(), ok, "Available, "+e.ControllerImage, observed, msg)
 	}
 	ok, observed, msg := stateReady(o.ClusterPolicy, "ClusterPolicy")
 	add(ClusterPolicyCheck(), ok, "ready", observed, msg)
@@ -121,6 +129,35 @@ func operatorDeploymentReady(u *unstructured.Unstructured, chart string) (bool, 
 	observed := fmt.Sprintf("%s, chart %s", res.Status, cmpOr(got, "unlabelled"))
 	if got != chart {
 		return false, observed, fmt.Sprintf("chart %s is applied, %s expected", cmpOr(got, "(no "+labelHelmChart+" label)"), chart)
+	}
+	if res.Status != status.CurrentStatus {
+		return false, observed, cmpOr(res.Message, "not Available")
+	}
+	return true, observed, ""
+}
+
+// controllerReady judges gpufleet-controller's Deployment: it exists, its
+// controller container runs image, and kstatus finds it Current (every
+// replica updated and Available, none of the old version left). Until then
+// a DriverRollout may still be driven by the version it replaces.
+func controllerReady(u *unstructured.Unstructured, image string) (bool, string, string) {
+	if u == nil {
+		return false, "missing", "gpufleet-controller's Deployment does not exist: has Flux applied the operators step?"
+	}
+	got := ""
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		if c, ok := c.(map[string]any); ok && c["name"] == config.Container {
+			got, _ = c["image"].(string)
+		}
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		return false, "unreadable status", err.Error()
+	}
+	observed := fmt.Sprintf("%s, %s", res.Status, cmpOr(got, "no "+config.Container+" container"))
+	if got != image {
+		return false, observed, fmt.Sprintf("the Deployment runs %s, %s expected", cmpOr(got, "no "+config.Container+" container"), image)
 	}
 	if res.Status != status.CurrentStatus {
 		return false, observed, cmpOr(res.Message, "not Available")

@@ -53,6 +53,9 @@ func healthy(e Expected) Observed {
 			})
 		}
 	}
+	if e.ControllerImage != "" {
+		o.Controller = controllerDeployment(e.ControllerImage, 2, 2)
+	}
 	o.Rollout = &v1alpha1.DriverRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: e.Rollout, Generation: 2},
 		Spec:       v1alpha1.DriverRolloutSpec{TargetVersion: e.Release.Driver, FailureBudget: 1},

@@ -28,6 +28,9 @@ const (
 	// CheckOperatorDeployment: an operator's Deployment runs its chart
 	// version (the manifests chart mode). Object: "namespace/name".
 	CheckOperatorDeployment CheckKind = "operators/Deployment/*"
+	// CheckController: gpufleet-controller's Deployment runs the release's
+	// controller image, every replica Available (Expected.ControllerImage).
+	CheckController CheckKind = "gpufleet-controller/Deployment"
 	// CheckClusterPolicy: the GPU Operator's ClusterPolicy is ready.
 	CheckClusterPolicy CheckKind = "gpu-operator/ClusterPolicy"
 	// CheckDriverManagement: the ClusterPolicy manages the driver as the
@@ -70,7 +73,7 @@ const (
 // (CheckConnect, which only Run makes, last).
 func CheckKinds() []CheckKind {
 	return []CheckKind{
-		CheckKustomization, CheckHelmRelease, CheckOperatorDeployment,
+		CheckKustomization, CheckHelmRelease, CheckOperatorDeployment, CheckController,
 		CheckClusterPolicy, CheckDriverManagement, CheckNVIDIADriver,
 		CheckPoolDriver, CheckPoolDriverLabel, CheckPoolHeld, CheckPoolReady, CheckPoolGPUErrors, CheckQuarantined,
 		CheckRollout,
@@ -111,6 +114,9 @@ func HelmReleaseCheck(key string) CheckID { return CheckID{CheckHelmRelease, key
 // OperatorDeploymentCheck is the check of the operator Deployment at key,
 // "namespace/name".
 func OperatorDeploymentCheck(key string) CheckID { return CheckID{CheckOperatorDeployment, key} }
+
+// ControllerCheck is the check of gpufleet-controller's Deployment.
+func ControllerCheck() CheckID { return CheckID{Kind: CheckController} }
 
 // ClusterPolicyCheck is the check of the cluster's ClusterPolicy.
 func ClusterPolicyCheck() CheckID { return CheckID{Kind: CheckClusterPolicy} }

@@ -138,5 +138,11 @@ func manifestsExpect(t *testing.T) Expected {
 	}
 	f.Stack = nil
 	f.Charts.Mode = fleet.ModeManifests
+	// With the controller installed by render, as a fleet that names its
+	// version does.
+	f.Controller.Image = "registry.internal.example/gpufleet/gpufleet-controller"
+	for _, r := range f.Releases {
+		r.Controller = "v0.9.0"
+	}
 	return Expect(f, "stg-h100", rev)
 }

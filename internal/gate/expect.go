@@ -60,6 +60,10 @@ type Expected struct {
 	// Rollout is the name of the DriverRollout that must be complete: the
 	// one render writes (after an abort, the aborted release's).
 	Rollout string
+	// ControllerImage is the image gpufleet-controller's Deployment must
+	// run, Available (render.ControllerImage); empty where the fleet file
+	// names no controller version and the controller is installed by hand.
+	ControllerImage string
 }
 
 // Expect derives what cluster should run from the fleet file: the
@@ -89,6 +93,7 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		DriverManagement:     c.DriverManagement(),
 		GPUOperatorNamespace: c.GPUOperatorNamespace(),
 		Rollout:              t.DriverRollout.Name,
+		ControllerImage:      t.ControllerImage,
 	}
 	// The operators where and as the cluster installs them (an adopted
 	// install's namespace and release, the Network Operator only when the

@@ -41,14 +41,15 @@ func ReadKinds() []ReadKind {
 }
 
 // Reads are the kinds Observe reads for e: HelmReleases only in the
-// helmrelease chart mode, operator Deployments only in the manifests mode,
+// helmrelease chart mode, Deployments only in the manifests mode or for
+// the controller's,
 // NVIDIADrivers only where the release has some.
 func Reads(e Expected) []ReadKind {
 	out := []ReadKind{KindKustomization}
 	if len(e.HelmReleases) > 0 {
 		out = append(out, KindHelmRelease)
 	}
-	if len(e.OperatorDeployments) > 0 {
+	if len(e.OperatorDeployments) > 0 || e.ControllerImage != "" {
 		out = append(out, KindDeployment)
 	}
 	out = append(out, KindClusterPolicy)

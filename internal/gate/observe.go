@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/config"
 )
 
 // errUnreadable marks a read that failed for another reason than absence:
@@ -62,6 +63,13 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 			return o, err
 		}
 		o.Deployments[key] = u
+	}
+	if e.ControllerImage != "" {
+		u, err := get(KindDeployment, client.ObjectKey{Namespace: config.Namespace, Name: config.Deployment})
+		if err != nil {
+			return o, err
+		}
+		o.Controller = u
 	}
 	for _, name := range e.NVIDIADrivers {
 		u, err := get(KindNVIDIADriver, client.ObjectKey{Name: name})
