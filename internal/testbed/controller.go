@@ -1,0 +1,219 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/config"
+)
+
+// ControllerOptions say how to run gpufleet-controller for one cluster.
+type ControllerOptions struct {
+	// Binary is the gpufleet-controller program to run (built from the
+	// work tree: the testbed plays every image tag with it).
+	Binary string
+	// Flags come after the Deployment's arguments (a later flag wins):
+	// timings the testbed shortens, e.g. --drain-retry.
+	Flags []string
+	// Poll is how often the Deployment is read; 250ms when zero.
+	Poll time.Duration
+}
+
+// ControllerStart is one start of the controller's process: the pod
+// template it plays.
+type ControllerStart struct {
+	// Image is the Deployment's controller image at the start.
+	Image string
+	// Args and Env are what the process was given.
+	Args []string
+	Env  map[string]string
+	At   time.Time
+}
+
+// Controller is one cluster's gpufleet-controller, run out of cluster as
+// a process configured from the Deployment render wrote and Flux applied.
+// The Deployment's own pods, run by kwok, are never real processes; this
+// one is, and it is replaced when the Deployment's pod template changes.
+type Controller struct {
+	mu     sync.Mutex
+	starts []ControllerStart
+	proc   *process
+}
+
+// Starts are the process's starts so far, in order.
+func (c *Controller) Starts() []ControllerStart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]ControllerStart(nil), c.starts...)
+}
+
+// Running reports whether a process runs.
+func (c *Controller) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc != nil && !c.proc.exited()
+}
+
+// LogTail returns the last n lines of the running process's log.
+func (c *Controller) LogTail(n int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return ""
+	}
+	return fmt.Sprintf("--- gpufleet-controller (%s) ---\n%s\n", c.proc.logPath, c.proc.tail(n))
+}
+
+// RunControllerFromDeployment runs gpufleet-controller for c as its
+// Deployment (gpufleet-system/gpufleet-controller, as render writes it)
+// says, until ctx ends: it starts the process once the Deployment exists,
+// replaces it whenever the Deployment's pod template changes (a new
+// version), as a rolling update would: the new process starts before the
+// old one is stopped, and leader election hands the work over. It stops
+// the process when the Deployment is deleted. The process reaches the API
+// server as the Deployment's service account (the testbed's admin
+// impersonates it), so it has exactly the rights of the rendered RBAC.
+//
+// onError is told of a start that failed; the next template change, or
+// the next poll, tries again.
+func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts ControllerOptions, onError func(error)) *Controller {
+	ctl := &Controller{}
+	if opts.Poll == 0 {
+		opts.Poll = 250 * time.Millisecond
+	}
+	go func() {
+		var running *appsv1.Deployment
+		defer func() {
+			ctl.mu.Lock()
+			p := ctl.proc
+			ctl.proc = nil
+			ctl.mu.Unlock()
+			if p != nil {
+				_ = p.stop(10 * time.Second)
+			}
+		}()
+		tick := time.NewTicker(opts.Poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			dep := &appsv1.Deployment{}
+			err := c.Client.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: config.Deployment}, dep)
+			switch {
+			case apierrors.IsNotFound(err):
+				if running != nil {
+					ctl.replace(nil)
+					running = nil
+				}
+				continue
+			case err != nil:
+				continue
+			}
+			if running != nil && reflect.DeepEqual(running.Spec.Template, dep.Spec.Template) {
+				continue
+			}
+			p, start, err := c.startController(dep, opts, len(ctl.Starts())+1)
+			if err != nil {
+				if ctx.Err() == nil && onError != nil {
+					onError(err)
+				}
+				continue
+			}
+			ctl.mu.Lock()
+			ctl.starts = append(ctl.starts, start)
+			ctl.mu.Unlock()
+			ctl.replace(p)
+			running = dep
+		}
+	}()
+	return ctl
+}
+
+// replace makes p the running process and stops the one it replaces.
+func (ctl *Controller) replace(p *process) {
+	ctl.mu.Lock()
+	old := ctl.proc
+	ctl.proc = p
+	ctl.mu.Unlock()
+	if old != nil {
+		_ = old.stop(10 * time.Second)
+	}
+}
+
+// startController starts one process as dep says and waits until it
+// serves its readiness probe.
+func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions, n int) (*process, ControllerStart, error) {
+	cmd, err := DeploymentCommand(dep, config.Container)
+	if err != nil {
+		return nil, ControllerStart{}, fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	image := ""
+	for _, ctr := range dep.Spec.Template.Spec.Containers {
+		if ctr.Name == config.Container {
+			image = ctr.Image
+		}
+	}
+	dir := filepath.Join(c.Dir, "gpufleet-controller")
+	kubeconfig, err := c.serviceAccountKubeconfig(dir, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName)
+	if err != nil {
+		return nil, ControllerStart{}, err
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, ControllerStart{}, err
+	}
+	args := append(cmd.Args,
+		"--kubeconfig="+kubeconfig,
+		// What the kubelet gives a pod and a process out of cluster lacks:
+		// the pod's namespace (the lease's, from the service account's
+		// files). Ports: one process per cluster shares this machine.
+		"--leader-election-namespace="+dep.Namespace,
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(health),
+	)
+	args = append(args, opts.Flags...)
+	p, err := startProcess("gpufleet-controller", opts.Binary, args, environ(cmd.Env), filepath.Join(dir, fmt.Sprintf("gpufleet-controller-%02d.log", n)))
+	if err != nil {
+		return nil, ControllerStart{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := waitReady(ctx, p, "http://127.0.0.1:"+strconv.Itoa(health)+"/readyz"); err != nil {
+		return nil, ControllerStart{}, errors.Join(fmt.Errorf("cluster %s: gpufleet-controller: %w\n%s", c.Name, err, p.tail(20)), p.stop(5*time.Second))
+	}
+	return p, ControllerStart{Image: image, Args: args, Env: cmd.Env, At: time.Now()}, nil
+}
+
+// serviceAccountKubeconfig writes, under dir, a kubeconfig that reaches
+// c's API server as service account ns/name, impersonated by the
+// testbed's admin.
+func (c *Cluster) serviceAccountKubeconfig(dir, ns, name string) (string, error) {
+	if name == "" {
+		name = "default"
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["testbed"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData,
+		Impersonate: "system:serviceaccount:" + ns + ":" + name,
+	}
+	kc.Contexts["testbed"] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: "sa"}
+	kc.CurrentContext = "testbed"
+	path := filepath.Join(dir, "kubeconfig")
+	return path, clientcmd.WriteToFile(*kc, path)
+}
