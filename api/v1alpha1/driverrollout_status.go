@@ -80,6 +80,11 @@ const (
 	// one that selects them too; its message names the other rollouts.
 	// Those nodes are left alone and count as unavailable.
 	ConditionOverlap = "Overlap"
+	// ConditionSuperseded: a newer gpufleet-controller acted on this rollout
+	// (status.controllerVersion), and the controller reading it is older:
+	// it leaves the rollout and its nodes alone rather than take over state
+	// it may not understand. The newer version, back, goes on.
+	ConditionSuperseded = "Superseded"
 )
 
 // DriverRolloutStatus is what the controller observed. None of its fields
@@ -115,9 +120,15 @@ type DriverRolloutStatus struct {
 	// +optional
 	BudgetUsed int32 `json:"budgetUsed,omitempty"`
 
+	// ControllerVersion is the version of the gpufleet-controller that last
+	// acted on the rollout. An older version never acts on it (see the
+	// Superseded condition).
+	// +optional
+	ControllerVersion string `json:"controllerVersion,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled (kstatus), and
 	// WaitingForApproval, OutsideWindow, Paused, BudgetExhausted,
-	// Completed, CompletedWithFailures, Aborted, Overlap.
+	// Completed, CompletedWithFailures, Aborted, Overlap, Superseded.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

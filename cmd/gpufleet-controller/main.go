@@ -103,6 +103,7 @@ func run(args []string, stderr io.Writer, signals func() context.Context) int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(stderr)))
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", buildVersion())
+	o.Version = buildVersion()
 
 	cfg, err := restConfig(kubeconfig, float32(qps), burst)
 	if err != nil {

@@ -50,6 +50,8 @@ type Options struct {
 	DriverPodSelector string
 	// DrainRetry and HealthPoll: see Reconciler.
 	DrainRetry, HealthPoll time.Duration
+	// Version is the controller's own version: see Reconciler.Version.
+	Version string
 	// Clock defaults to the wall clock (tests move it).
 	Clock Clock
 	// Prometheus defaults to PrometheusHTTP.
@@ -157,6 +159,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		DriverPods: sel,
 		DrainRetry: o.DrainRetry,
 		HealthPoll: o.HealthPoll,
+		Version:    o.Version,
 	}
 	if err := r.SetupWithManager(ctx, mgr, "driverrollout"); err != nil {
 		return nil, err

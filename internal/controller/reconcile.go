@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,6 +84,13 @@ type Reconciler struct {
 	// HealthPoll is how often a soaking node's Prometheus query runs; 30 s
 	// when zero. Conditions and Events are watched, not polled.
 	HealthPoll time.Duration
+	// Version is this controller's version (a semantic version; anything
+	// else, such as "(devel)", compares with nothing). It is written into
+	// each rollout's status.controllerVersion, and a rollout whose status a
+	// newer version wrote is left alone (see supersededBy): a controller
+	// rolled back, by hand or with its release, never takes over state a
+	// newer one may have written in a form it does not know.
+	Version string
 
 	// expect holds this controller's node writes the cache may not show
 	// yet (see expectations).
@@ -159,6 +167,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		}
 	}
 
+	if supersededBy(ro.Status.ControllerVersion, r.Version) {
+		return ctrl.Result{}, r.superseded(ctx, ro)
+	}
+
 	// Patch the status on the way out when it changed, and only then: a
 	// status written every pass would wake every watcher every pass.
 	now := r.now()
@@ -173,6 +185,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return
 		}
 		st := plan.Status
+		st.ControllerVersion = cmp.Or(r.Version, before.Status.ControllerVersion)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSuperseded)
 		r.Metrics.observeStatus(ro, &st, int(ro.Spec.FailureBudget))
 		if equality.Semantic.DeepEqual(before.Status, st) {
 			return

@@ -143,11 +143,18 @@ type controllerRun struct {
 // startController runs a controller manager until stop or the test's end.
 func startController(t testing.TB, clock Clock, wrap func(client.Client) client.Client) *controllerRun {
 	t.Helper()
+	return startControllerVersion(t, clock, wrap, "")
+}
+
+// startControllerVersion is startController for a controller that says
+// it is version (see Reconciler.Version).
+func startControllerVersion(t testing.TB, clock Clock, wrap func(client.Client) client.Client, version string) *controllerRun {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := NewManager(ctx, suite.cfg.Config, Options{
 		MetricsAddr: "0", ProbeAddr: "0", Clock: clock,
 		DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
-		SkipNameValidation: true, WrapClient: wrap,
+		SkipNameValidation: true, WrapClient: wrap, Version: version,
 	})
 	if err != nil {
 		cancel()
