@@ -220,6 +220,25 @@ func TestVerifyBranches(t *testing.T) {
 	})
 }
 
+// TestVerifyInvalidFleetFile: a fleet file that does not load is the one
+// check made, each problem on its line.
+func TestVerifyInvalidFleetFile(t *testing.T) {
+	r := newFleetRepo(t)
+	r.branch("invalid")
+	src, _ := os.ReadFile(r.file)
+	src = []byte(strings.Replace(string(src), "[promotion]\n", "[promotion]\nstabel = \"r2026-06\"\n", 1))
+	if err := os.WriteFile(r.file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := r.verify(Options{})
+	if rep.ExitCode() != ExitFailed || len(rep.Checks) != 1 || rep.Checks[0].Name != CheckFleet {
+		t.Fatalf("exit %d, checks %+v", rep.ExitCode(), rep.Checks)
+	}
+	if f := rep.Findings; len(f) != 1 || f[0].Line != lineOf(t, r.file, "stabel = ") || !strings.Contains(f[0].Message, "unknown key") {
+		t.Errorf("findings %+v", f)
+	}
+}
+
 // wantRefusal checks the promotion check failed with want (its message
 // compared by prefix) and nothing else failed.
 func wantRefusal(t *testing.T, rep *Report, want Finding) {
