@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,12 @@ func (w *World) Dump(cluster string) string {
 				}
 			}
 		}
+	}
+	if ctl := w.Controllers[cluster]; ctl != nil {
+		for _, st := range ctl.Starts() {
+			fmt.Fprintf(&b, "gpufleet-controller started %s as %s\n", st.At.Format(time.TimeOnly), st.Image)
+		}
+		b.WriteString(ctl.LogTail(20))
 	}
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err == nil {

@@ -30,6 +30,15 @@ const (
 	ReleaseStable = "r2026-06"
 	ReleaseGood   = "r2026-10"
 	ReleaseDrill  = "r2026-10-drill"
+	// ReleaseController changes gpufleet-controller alone: from
+	// ControllerStable to ControllerNext, on DriverGood.
+	ReleaseController = "r2026-12"
+
+	// ControllerImage is the [controller] image; ControllerStable the
+	// version of every release but ReleaseController's, ControllerNext.
+	ControllerImage  = "lab.invalid/gpufleet/gpufleet-controller"
+	ControllerStable = "v0.9.0"
+	ControllerNext   = "v0.10.0"
 
 	DriverStable = "570.172.08"
 	DriverGood   = "580.95.05"

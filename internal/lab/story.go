@@ -52,6 +52,7 @@ func FleetStory(stack bool) []Step {
 	s.revert()
 	s.promotion()
 	s.drill()
+	s.controllerUpgrade()
 	s.overTheStory()
 	if stack {
 		s.stack()
@@ -234,7 +235,7 @@ func (s *fleetStory) drift() {
 func (s *fleetStory) goodRelease() {
 	s.step("stg: a workload with a PodDisruptionBudget runs on the GPU nodes", func(w *Play) {
 		w.CreateWorkload(Staging)
-		s.blockedBefore = evictions("blocked")
+		s.blockedBefore = w.evictions("blocked")
 	})
 	s.step("start r2026-10: one commit, pushed", func(w *Play) {
 		if _, code := w.Mutate("start", ReleaseGood); code != 0 {
@@ -247,6 +248,9 @@ func (s *fleetStory) goodRelease() {
 	})
 	s.step("stg: the DriverRollout upgrades the staging nodes, canary first", func(w *Play) {
 		w.WaitApplied(Staging, s.rev, "operators", "config")
+		// `kubectl rollout restart` of the controller while a node is in
+		// flight: the process the new pod template says takes over.
+		w.restartControllerInFlight(Staging, ReleaseGood)
 		dr := w.WaitRollout(Staging, ReleaseGood, 3*time.Minute, v1alpha1.PhaseCompleted)
 		w.AssertDrivers(Staging, DriverGood)
 		if dr.Status.Canary.Result != v1alpha1.CanaryPassed || len(dr.Status.Canary.Nodes) != 1 {
@@ -277,7 +281,7 @@ func (s *fleetStory) goodRelease() {
 	})
 	s.check("stg: drain honoured the workload's real PodDisruptionBudget", func(w *Play) {
 		seen := w.Recorders[Staging].Seen()
-		blocked := evictions("blocked") - s.blockedBefore
+		blocked := w.evictions("blocked") - s.blockedBefore
 		w.Note("evictions refused with 429 during the rollout: %.0f; fewest Ready workers seen: %d of %d (budget: at least %d)",
 			blocked, seen.MinReady, WorkloadReplicas, workloadMin)
 		if seen.MinReady < workloadMin {

@@ -97,9 +97,18 @@ func WorkloadBudgetReady(ctx context.Context, c client.Client) (bool, string) {
 	return got.Status.CurrentHealthy == WorkloadReplicas && got.Status.DisruptionsAllowed == 1, fmt.Sprintf("%+v", got.Status)
 }
 
-// evictions returns how many evictions the controllers (all clusters of
-// this process) made with result ("evicted", "blocked").
-func evictions(result string) float64 {
+// evictions returns how many evictions the controllers of every cluster
+// made with result ("evicted", "blocked"): the processes the controllers'
+// Deployments ran (every one of each, see testbed.Controller.Counter), or
+// the controllers in this process where the fleet file installs none.
+func (w *World) evictions(result string) float64 {
+	if len(w.Controllers) > 0 {
+		var sum float64
+		for _, c := range w.Controllers {
+			sum += c.Counter("gpufleet_rollout_evictions_total", "result", result)
+		}
+		return sum
+	}
 	mfs, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		return -1

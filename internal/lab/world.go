@@ -25,6 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/internal/controller"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
@@ -81,6 +82,13 @@ type Options struct {
 	GitUser string
 	// NoController leaves gpufleet-controller out: the GPU Operator's own
 	// upgrade controller alone moves the nodes (a measurement of it).
+	//
+	// Otherwise, where the fleet file names the controller's version,
+	// render installs it and Flux applies it: the world runs it as the
+	// applied Deployment says, as a process, replaced when a new version
+	// arrives ([World.Controllers]). A fleet file that names none installs
+	// it by hand: the world runs it in this process, as such an install
+	// would, with the DriverRollout CRD installed at start.
 	NoController bool
 	// ControllerTransport, when set, wraps the controller's transport to
 	// the API server, e.g. to count its requests.
@@ -110,13 +118,18 @@ type World struct {
 	// Recorders sample each cluster while the world runs, when
 	// [Options.Record] asked for them.
 	Recorders map[string]*Recorder
+	// Controllers are each cluster's gpufleet-controller process, run as
+	// the Deployment Flux applied from the rendered folder says: where the
+	// fleet file names the controller's version (see [Options]).
+	Controllers map[string]*testbed.Controller
 
-	clusters     []string
-	poolNodes    int
-	rootInterval time.Duration
-	bg           context.Context
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup
+	clusters      []string
+	poolNodes     int
+	controllerBin string
+	rootInterval  time.Duration
+	bg            context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // CheckPrograms reports whether the testbed programs the story needs (make
@@ -178,9 +191,20 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 		return nil, err
 	}
 	// Flux applies the GPU Operator's own CRDs (the manifests mode renders
-	// them); the testbed installs only gpufleet's DriverRollout CRD, as the
-	// controller's install manifests would.
-	crds := []string{filepath.Join(o.Root, "config", "crd", "bases")}
+	// them), and gpufleet's where render installs the controller; else the
+	// testbed installs the DriverRollout CRD, as the hand-applied install
+	// manifests would.
+	fromFleet := controllerInFleet(o.FleetTOML)
+	var crds []string
+	if !fromFleet {
+		crds = append(crds, filepath.Join(o.Root, "config", "crd", "bases"))
+	}
+	var controllerBin string
+	if fromFleet && !o.NoController && o.ControllerTransport == nil {
+		if controllerBin, err = BuildController(o.Root); err != nil {
+			return nil, err
+		}
+	}
 	// The serving stack's push Receiver is made Ready by the real
 	// notification-controller, which also installs the image automation
 	// CRDs; without its programs the stack is left out.
@@ -195,7 +219,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	w = &World{Testbed: tb, Operators: operators, Sims: map[string]*nodesim.Sim{}, StackCRDs: stack,
-		Recorders: map[string]*Recorder{}, clusters: o.Clusters, poolNodes: o.Pool.Nodes, rootInterval: o.RootInterval,
+		Recorders: map[string]*Recorder{}, Controllers: map[string]*testbed.Controller{}, controllerBin: controllerBin, clusters: o.Clusters, poolNodes: o.Pool.Nodes, rootInterval: o.RootInterval,
 		bg: bg, cancel: cancel}
 	defer func() {
 		if err != nil {
@@ -244,6 +268,18 @@ func (w *World) startCluster(ctx context.Context, name string, o Options, report
 		}
 	})
 	if o.NoController {
+		return nil
+	}
+	if w.controllerBin != "" {
+		w.Controllers[name] = c.RunControllerFromDeployment(w.bg, testbed.ControllerOptions{
+			Binary: w.controllerBin,
+			// The testbed's timings, after the Deployment's own flags: drains
+			// retried and soaks polled in a fraction of a second, and a lease
+			// short enough that a replaced process's successor takes over at
+			// once.
+			Flags: []string{"--drain-retry=300ms", "--health-poll=1s",
+				"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=250ms"},
+		}, report)
 		return nil
 	}
 	cfg := rest.CopyConfig(c.Config)
@@ -339,4 +375,48 @@ func (w *World) git(args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// controllerInFleet reports whether the fleet file names gpufleet-
+// controller's version, so that render installs it. A file that is no
+// fleet yet (one `gpufleet init` is to write) names none.
+func controllerInFleet(src []byte) bool {
+	f, err := fleet.Parse("fleet.toml", src)
+	if err != nil {
+		return false
+	}
+	for _, r := range f.Releases {
+		if r.Controller != "" {
+			return true
+		}
+	}
+	return false
+}
+
+var controllerBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuildController builds cmd/gpufleet-controller from the work tree at
+// root, once per process, and returns the program's path: the testbed
+// runs it for every version a Deployment names.
+func BuildController(root string) (string, error) {
+	controllerBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gpufleet-controller-")
+		if err != nil {
+			controllerBuild.err = err
+			return
+		}
+		path := filepath.Join(dir, "gpufleet-controller")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/gpufleet-controller")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			controllerBuild.err = fmt.Errorf("go build ./cmd/gpufleet-controller: %w\n%s", err, out)
+			return
+		}
+		controllerBuild.path = path
+	})
+	return controllerBuild.path, controllerBuild.err
 }

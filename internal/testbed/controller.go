@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
@@ -50,6 +54,53 @@ type Controller struct {
 	mu     sync.Mutex
 	starts []ControllerStart
 	proc   *process
+	// metrics is the running process's /metrics; past holds what each
+	// replaced process's said just before it was stopped.
+	metrics string
+	past    []map[string]*dto.MetricFamily
+}
+
+// Counter sums the samples of counter name whose label has value, over
+// every process the controller ran: each replaced one as its /metrics said
+// just before it was stopped, and the running one now. A counter of one
+// process starts at zero; the sum is what one process running throughout
+// would have counted.
+func (c *Controller) Counter(name, label, value string) float64 {
+	c.mu.Lock()
+	families := append([]map[string]*dto.MetricFamily(nil), c.past...)
+	url := c.metrics
+	c.mu.Unlock()
+	if url != "" {
+		if mf, err := scrape(url); err == nil {
+			families = append(families, mf)
+		}
+	}
+	var sum float64
+	for _, mfs := range families {
+		mf := mfs[name]
+		if mf == nil {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// scrape reads a /metrics endpoint.
+func scrape(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // Starts are the process's starts so far, in order.
@@ -95,15 +146,7 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 	}
 	go func() {
 		var running *appsv1.Deployment
-		defer func() {
-			ctl.mu.Lock()
-			p := ctl.proc
-			ctl.proc = nil
-			ctl.mu.Unlock()
-			if p != nil {
-				_ = p.stop(10 * time.Second)
-			}
-		}()
+		defer ctl.replace(nil, "")
 		tick := time.NewTicker(opts.Poll)
 		defer tick.Stop()
 		for {
@@ -117,7 +160,7 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 			switch {
 			case apierrors.IsNotFound(err):
 				if running != nil {
-					ctl.replace(nil)
+					ctl.replace(nil, "")
 					running = nil
 				}
 				continue
@@ -127,7 +170,7 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 			if running != nil && reflect.DeepEqual(running.Spec.Template, dep.Spec.Template) {
 				continue
 			}
-			p, start, err := c.startController(dep, opts, len(ctl.Starts())+1)
+			p, start, metrics, err := c.startController(dep, opts, len(ctl.Starts())+1)
 			if err != nil {
 				if ctx.Err() == nil && onError != nil {
 					onError(err)
@@ -137,30 +180,37 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 			ctl.mu.Lock()
 			ctl.starts = append(ctl.starts, start)
 			ctl.mu.Unlock()
-			ctl.replace(p)
+			ctl.replace(p, metrics)
 			running = dep
 		}
 	}()
 	return ctl
 }
 
-// replace makes p the running process and stops the one it replaces.
-func (ctl *Controller) replace(p *process) {
+// replace makes p (serving its metrics at metrics) the running process
+// and stops the one it replaces, keeping what its metrics said last.
+func (ctl *Controller) replace(p *process, metrics string) {
 	ctl.mu.Lock()
-	old := ctl.proc
-	ctl.proc = p
+	old, oldMetrics := ctl.proc, ctl.metrics
+	ctl.proc, ctl.metrics = p, metrics
 	ctl.mu.Unlock()
-	if old != nil {
-		_ = old.stop(10 * time.Second)
+	if old == nil {
+		return
 	}
+	if mf, err := scrape(oldMetrics); err == nil {
+		ctl.mu.Lock()
+		ctl.past = append(ctl.past, mf)
+		ctl.mu.Unlock()
+	}
+	_ = old.stop(10 * time.Second)
 }
 
 // startController starts one process as dep says and waits until it
-// serves its readiness probe.
-func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions, n int) (*process, ControllerStart, error) {
+// serves its readiness probe; metrics is its /metrics URL.
+func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions, n int) (p *process, start ControllerStart, metrics string, err error) {
 	cmd, err := DeploymentCommand(dep, config.Container)
 	if err != nil {
-		return nil, ControllerStart{}, fmt.Errorf("cluster %s: %w", c.Name, err)
+		return nil, ControllerStart{}, "", fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	image := ""
 	for _, ctr := range dep.Spec.Template.Spec.Containers {
@@ -171,11 +221,15 @@ func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions
 	dir := filepath.Join(c.Dir, "gpufleet-controller")
 	kubeconfig, err := c.serviceAccountKubeconfig(dir, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
-		return nil, ControllerStart{}, err
+		return nil, ControllerStart{}, "", err
 	}
 	health, err := freePort()
 	if err != nil {
-		return nil, ControllerStart{}, err
+		return nil, ControllerStart{}, "", err
+	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, ControllerStart{}, "", err
 	}
 	args := append(cmd.Args,
 		"--kubeconfig="+kubeconfig,
@@ -183,20 +237,20 @@ func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions
 		// the pod's namespace (the lease's, from the service account's
 		// files). Ports: one process per cluster shares this machine.
 		"--leader-election-namespace="+dep.Namespace,
-		"--metrics-bind-address=0",
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(health),
 	)
 	args = append(args, opts.Flags...)
-	p, err := startProcess("gpufleet-controller", opts.Binary, args, environ(cmd.Env), filepath.Join(dir, fmt.Sprintf("gpufleet-controller-%02d.log", n)))
+	p, err = startProcess("gpufleet-controller", opts.Binary, args, environ(cmd.Env), filepath.Join(dir, fmt.Sprintf("gpufleet-controller-%02d.log", n)))
 	if err != nil {
-		return nil, ControllerStart{}, err
+		return nil, ControllerStart{}, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := waitReady(ctx, p, "http://127.0.0.1:"+strconv.Itoa(health)+"/readyz"); err != nil {
-		return nil, ControllerStart{}, errors.Join(fmt.Errorf("cluster %s: gpufleet-controller: %w\n%s", c.Name, err, p.tail(20)), p.stop(5*time.Second))
+		return nil, ControllerStart{}, "", errors.Join(fmt.Errorf("cluster %s: gpufleet-controller: %w\n%s", c.Name, err, p.tail(20)), p.stop(5*time.Second))
 	}
-	return p, ControllerStart{Image: image, Args: args, Env: cmd.Env, At: time.Now()}, nil
+	return p, ControllerStart{Image: image, Args: args, Env: cmd.Env, At: time.Now()}, "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics", nil
 }
 
 // serviceAccountKubeconfig writes, under dir, a kubeconfig that reaches
