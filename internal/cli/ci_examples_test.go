@@ -14,6 +14,8 @@ import (
 	// Only this test links actionlint: the gpufleet binary does not.
 	"github.com/rhysd/actionlint"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 )
 
 // githubWorkflow is the part of a GitHub Actions workflow the test runs.
@@ -132,7 +134,7 @@ func TestCIExamplesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	src := strings.Replace(string(stacklessExample(t)), `repository = "https://helm.ngc.nvidia.com/nvidia"`, `repository = "http://127.0.0.1:1/nvidia"`, 1)
+	src := strings.Replace(string(fleettest.ExampleWithoutStack(t)), `repository = "https://helm.ngc.nvidia.com/nvidia"`, `repository = "http://127.0.0.1:1/nvidia"`, 1)
 	dir, fleetFile, git := renderedRepo(t, []byte(src))
 	base := git("rev-parse", "main")
 	git("checkout", "-q", "-b", "start")

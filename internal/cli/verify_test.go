@@ -8,31 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// stacklessExample is examples/fleet.toml without its serving stack, whose
-// Secrets only sops writes: lint rightly fails a tree without them, and
-// verify runs lint.
-func stacklessExample(t *testing.T) []byte {
-	t.Helper()
-	src, err := os.ReadFile("../../examples/fleet.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(src)
-	const stack, promotion = "# ---------------------------------------------------------------- serving stack", "# ---------------------------------------------------------------- promotion"
-	i, j := strings.Index(s, stack), strings.Index(s, promotion)
-	if i < 0 || j < i {
-		t.Fatal("examples/fleet.toml has no serving stack section before [promotion]")
-	}
-	return []byte(s[:i] + s[j:])
-}
+	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
+)
 
 // verifyRepo is a fleet repository made as a user makes one: the fleet
 // file, `gpufleet render`, a commit on main, then `gpufleet start r2026-10`.
 func verifyRepo(t *testing.T) (dir, fleetFile string, git func(args ...string) string) {
 	t.Helper()
-	dir, fleetFile, git = renderedRepo(t, stacklessExample(t))
+	dir, fleetFile, git = renderedRepo(t, fleettest.ExampleWithoutStack(t))
 	mustRun(t, "start", "r2026-10", "-f", fleetFile)
 	return dir, fleetFile, git
 }

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
 // The chaos and leader-election tests run gpufleet-controller as its own
@@ -25,35 +25,15 @@ import (
 // config/rbac (the service account is impersonated) and the admission
 // policy of config/admission, and kill it with SIGKILL.
 
-var controllerBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // buildController builds cmd/gpufleet-controller once per test binary
-// into a temporary folder and returns the program's path.
+// (testbed.BuildController) and returns the program's path.
 func buildController(t *testing.T) string {
 	t.Helper()
-	controllerBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gpufleet-controller-")
-		if err != nil {
-			controllerBin.err = err
-			return
-		}
-		path := filepath.Join(dir, Name)
-		cmd := exec.Command("go", "build", "-o", path, "../../cmd/gpufleet-controller")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			controllerBin.err = fmt.Errorf("go build gpufleet-controller: %w\n%s", err, out)
-			return
-		}
-		controllerBin.path = path
-	})
-	if controllerBin.err != nil {
-		t.Fatal(controllerBin.err)
+	path, err := testbed.BuildController("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return controllerBin.path
+	return path
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that reaches cfg's API
@@ -61,16 +41,8 @@ func buildController(t *testing.T) string {
 // testbed's admin), so the controller has exactly config/rbac's rights.
 func serviceAccountKubeconfig(t *testing.T, cfg *rest.Config) string {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["testbed"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["controller"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
-		Impersonate: "system:serviceaccount:gpufleet-system:" + Name,
-	}
-	kc.Contexts["testbed"] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: "controller"}
-	kc.CurrentContext = "testbed"
 	path := filepath.Join(t.TempDir(), "controller.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	if err := testbed.ServiceAccountKubeconfig(cfg, path, "gpufleet-system", Name); err != nil {
 		t.Fatal(err)
 	}
 	return path

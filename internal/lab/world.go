@@ -201,7 +201,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	}
 	var controllerBin string
 	if fromFleet && !o.NoController && o.ControllerTransport == nil {
-		if controllerBin, err = BuildController(o.Root); err != nil {
+		if controllerBin, err = testbed.BuildController(o.Root); err != nil {
 			return nil, err
 		}
 	}
@@ -391,32 +391,4 @@ func controllerInFleet(src []byte) bool {
 		}
 	}
 	return false
-}
-
-var controllerBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// BuildController builds cmd/gpufleet-controller from the work tree at
-// root, once per process, and returns the program's path: the testbed
-// runs it for every version a Deployment names.
-func BuildController(root string) (string, error) {
-	controllerBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gpufleet-controller-")
-		if err != nil {
-			controllerBuild.err = err
-			return
-		}
-		path := filepath.Join(dir, "gpufleet-controller")
-		cmd := exec.Command("go", "build", "-o", path, "./cmd/gpufleet-controller")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			controllerBuild.err = fmt.Errorf("go build ./cmd/gpufleet-controller: %w\n%s", err, out)
-			return
-		}
-		controllerBuild.path = path
-	})
-	return controllerBuild.path, controllerBuild.err
 }

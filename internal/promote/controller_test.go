@@ -10,59 +10,12 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
-// controllerFleet: r1 stable; r2 a new controller alone; r3 a new
-// controller and a new driver.
-const controllerFleet = `
-[controller]
-image = "registry.internal.example/gpufleet/gpufleet-controller"
-
-[releases.r1]
-gpu-operator = "v25.3.4"
-driver = "570.172.08"
-controller = "v0.9.0"
-
-[releases.r2]
-gpu-operator = "v25.3.4"
-driver = "570.172.08"
-controller = "v0.10.0"
-
-[releases.r3]
-gpu-operator = "v25.3.4"
-driver = "580.95.05"
-controller = "v0.10.0"
-
-[clusters.stg]
-environment = "staging"
-[[clusters.stg.pools]]
-name = "h100"
-product = "NVIDIA-H100-80GB-HBM3"
-nodes = 2
-
-[clusters.prod-a]
-environment = "prod"
-[[clusters.prod-a.pools]]
-name = "h100"
-product = "NVIDIA-H100-80GB-HBM3"
-nodes = 2
-
-[[waves]]
-name = "staging"
-clusters = ["stg"]
-
-[[waves]]
-name = "prod"
-clusters = ["prod-a"]
-
-[promotion]
-stable = "r1"
-`
-
 // TestStartRefusesControllerAndDriverTogether: a release that changes the
 // controller and the driver in one go is refused, naming both; the
 // controller alone starts, and its plan shows the new image where it
 // arrives.
 func TestStartRefusesControllerAndDriverTogether(t *testing.T) {
-	f, err := fleet.Parse("fleet.toml", []byte(controllerFleet))
+	f, err := fleet.Load("../render/testdata/controller/fleet.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,56 +9,11 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
-// controllerFleet is a fleet whose releases name controller versions: r1
-// the stable one, r2 a new controller only, r3 a new driver only.
-const controllerFleet = `
-[controller]
-image = "registry.internal.example/gpufleet/gpufleet-controller"
-
-[releases.r1]
-gpu-operator = "v25.3.4"
-driver = "570.172.08"
-controller = "v0.9.0"
-
-[releases.r2]
-gpu-operator = "v25.3.4"
-driver = "570.172.08"
-controller = "v0.10.0"
-
-[clusters.stg]
-environment = "staging"
-[[clusters.stg.pools]]
-name = "h100"
-product = "NVIDIA-H100-80GB-HBM3"
-nodes = 2
-
-[clusters.old]
-environment = "staging"
-kubernetes = "1.29"
-[[clusters.old.pools]]
-name = "h100"
-product = "NVIDIA-H100-80GB-HBM3"
-nodes = 2
-
-[clusters.prod-a]
-environment = "prod"
-[[clusters.prod-a.pools]]
-name = "h100"
-product = "NVIDIA-H100-80GB-HBM3"
-nodes = 2
-
-[[waves]]
-name = "staging"
-clusters = ["stg", "old"]
-canary = "stg"
-
-[[waves]]
-name = "prod"
-clusters = ["prod-a"]
-
-[promotion]
-stable = "r1"
-`
+// controllerFleet(t) is testdata/controller/fleet.toml: releases that name
+// controller versions.
+func controllerFleet(t testing.TB) string {
+	return string(mustReadFile(t, "testdata/controller/fleet.toml"))
+}
 
 func parseFleet(t *testing.T, src string) *fleet.Fleet {
 	t.Helper()
@@ -118,7 +73,7 @@ func keys[V any](m map[string]V) []string {
 }
 
 func TestControllerInstall(t *testing.T) {
-	f := parseFleet(t, controllerFleet)
+	f := parseFleet(t, controllerFleet(t))
 	objs := controllerInstall(t, f, "stg")
 	for _, want := range []string{
 		"CustomResourceDefinition/driverrollouts.gpufleet.io", "Namespace/gpufleet-system", "ServiceAccount/gpufleet-controller",
@@ -163,7 +118,7 @@ func TestControllerFollowsTheWaves(t *testing.T) {
 		{`stable = "r1"` + "\n" + `rollout = { release = "r2", wave = "staging", aborted = true }`, map[string]string{"stg": "v0.10.0", "old": "v0.10.0", "prod-a": "v0.9.0"}},
 		{`stable = "r2"`, map[string]string{"stg": "v0.10.0", "old": "v0.10.0", "prod-a": "v0.10.0"}},
 	} {
-		src := strings.Replace(controllerFleet, `stable = "r1"`, tc.promotion, 1)
+		src := strings.Replace(controllerFleet(t), `stable = "r1"`, tc.promotion, 1)
 		f := parseFleet(t, src)
 		for cluster, v := range tc.want {
 			if got := controllerImageIn(t, controllerInstall(t, f, cluster)); got != img+v {
@@ -175,14 +130,14 @@ func TestControllerFollowsTheWaves(t *testing.T) {
 
 func TestNoControllerVersionNoInstall(t *testing.T) {
 	src := strings.NewReplacer(`controller = "v0.9.0"`, "", `controller = "v0.10.0"`, "",
-		"[controller]\nimage = \"registry.internal.example/gpufleet/gpufleet-controller\"", "").Replace(controllerFleet)
+		"[controller]\nimage = \"registry.internal.example/gpufleet/gpufleet-controller\"", "").Replace(controllerFleet(t))
 	if objs := controllerInstall(t, parseFleet(t, src), "stg"); objs != nil {
 		t.Errorf("a fleet naming no controller version installs one: %v", keys(objs))
 	}
 }
 
 func TestControllerManifestsModeHealthCheck(t *testing.T) {
-	f := parseFleet(t, controllerFleet)
+	f := parseFleet(t, controllerFleet(t))
 	refs := operatorHealthChecks(planFor(f, f.Clusters["stg"]))
 	found := false
 	for _, r := range refs {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -219,8 +222,8 @@ func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions
 		}
 	}
 	dir := filepath.Join(c.Dir, "gpufleet-controller")
-	kubeconfig, err := c.serviceAccountKubeconfig(dir, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName)
-	if err != nil {
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := ServiceAccountKubeconfig(c.Config, kubeconfig, dep.Namespace, dep.Spec.Template.Spec.ServiceAccountName); err != nil {
 		return nil, ControllerStart{}, "", err
 	}
 	health, err := freePort()
@@ -253,21 +256,49 @@ func (c *Cluster) startController(dep *appsv1.Deployment, opts ControllerOptions
 	return p, ControllerStart{Image: image, Args: args, Env: cmd.Env, At: time.Now()}, "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics", nil
 }
 
-// serviceAccountKubeconfig writes, under dir, a kubeconfig that reaches
-// c's API server as service account ns/name, impersonated by the
-// testbed's admin.
-func (c *Cluster) serviceAccountKubeconfig(dir, ns, name string) (string, error) {
+// ServiceAccountKubeconfig writes to path a kubeconfig that reaches cfg's
+// API server as service account ns/name, impersonated by cfg's user (the
+// testbed's admin): a program run with it has exactly the rights RBAC
+// gives that service account.
+func ServiceAccountKubeconfig(cfg *rest.Config, path, ns, name string) error {
 	if name == "" {
 		name = "default"
 	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["testbed"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	kc.Clusters["testbed"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: c.Config.CertData, ClientKeyData: c.Config.KeyData,
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
 		Impersonate: "system:serviceaccount:" + ns + ":" + name,
 	}
 	kc.Contexts["testbed"] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: "sa"}
 	kc.CurrentContext = "testbed"
-	path := filepath.Join(dir, "kubeconfig")
-	return path, clientcmd.WriteToFile(*kc, path)
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+var controllerBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuildController builds cmd/gpufleet-controller from the module at root,
+// once per process, and returns the program's path: the testbed runs it
+// for every version a Deployment names.
+func BuildController(root string) (string, error) {
+	controllerBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gpufleet-controller-")
+		if err != nil {
+			controllerBuild.err = err
+			return
+		}
+		path := filepath.Join(dir, "gpufleet-controller")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/gpufleet-controller")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			controllerBuild.err = fmt.Errorf("go build ./cmd/gpufleet-controller: %w\n%s", err, out)
+			return
+		}
+		controllerBuild.path = path
+	})
+	return controllerBuild.path, controllerBuild.err
 }

@@ -2,8 +2,6 @@ package testbed
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,9 +28,9 @@ func TestControllerFromDeployment(t *testing.T) {
 	c := tb.Clusters()[0]
 	ctx := t.Context()
 
-	bin := filepath.Join(t.TempDir(), "gpufleet-controller")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/gpufleet-controller").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := BuildController("../..")
+	if err != nil {
+		t.Fatal(err)
 	}
 	apply := func(version string) {
 		t.Helper()

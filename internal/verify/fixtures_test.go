@@ -9,27 +9,10 @@ import (
 	"testing"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 	"github.com/gpufleet/gpufleet/internal/promote"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
-
-// ExampleFleet is examples/fleet.toml without its serving stack: the
-// stack's Secrets are written by sops, which a test does not have, and
-// lint rightly fails a tree without them.
-func exampleFleet(t testing.TB) []byte {
-	t.Helper()
-	src, err := os.ReadFile("../../examples/fleet.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(src)
-	const stack, promotion = "# ---------------------------------------------------------------- serving stack", "# ---------------------------------------------------------------- promotion"
-	i, j := strings.Index(s, stack), strings.Index(s, promotion)
-	if i < 0 || j < i {
-		t.Fatal("examples/fleet.toml has no serving stack section before [promotion]")
-	}
-	return []byte(s[:i] + s[j:])
-}
 
 // fleetRepo is a fleet repository in a temporary folder: the example
 // fleet, rendered and committed on branch main.
@@ -45,7 +28,7 @@ func newFleetRepo(t *testing.T) *fleetRepo {
 	}
 	r := &fleetRepo{t: t, dir: t.TempDir()}
 	r.file = filepath.Join(r.dir, "fleet.toml")
-	if err := os.WriteFile(r.file, exampleFleet(t), 0o644); err != nil {
+	if err := os.WriteFile(r.file, fleettest.ExampleWithoutStack(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r.render()
