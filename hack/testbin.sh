@@ -54,6 +54,13 @@ gpu_operator_version=v0.0.0-20250917190837-d73a0086a6ba
 kwok_version=v0.8.0
 # The sops that "gpufleet secret" runs in the tests.
 sops_version=v3.13.3
+# Argo CD (application-controller and repo-server) and the kustomize its
+# repo-server runs: this one build needs Go 1.27 (argo-cd's go.mod says so);
+# the go command fetches that toolchain from the module proxy. The cache entry
+# is named after Argo CD's version; the stamp records kustomize's too.
+argocd_version=v3.6.1
+argocd_kustomize_version=v5.8.2
+argocd_toolchain=go1.27.3
 
 log() { printf '%s testbin: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() {
@@ -76,7 +83,15 @@ fi
 
 # stamp_of prints what a cache entry must record to be reused: the program's
 # version and the Go toolchain that built it.
-stamp_of() { printf '%s %s %s\n' "$1" "$2" "$go_version"; }
+stamp_of() {
+	if [[ $1 == argocd ]]; then
+		# The wrapper's own main.go is part of what is built.
+		printf '%s %s kustomize %s %s main %s\n' "$1" "$2" "$argocd_kustomize_version" "$argocd_toolchain" \
+			"$(cat "$repo_root/hack/testbin/argocd/main.go" "$repo_root/hack/testbin/argocd/go.mod" | sha256sum | cut -c1-12)"
+	else
+		printf '%s %s %s\n' "$1" "$2" "$go_version"
+	fi
+}
 
 # fresh NAME VERSION succeeds when the cache entry exists and is of that version.
 fresh() {
@@ -93,6 +108,9 @@ prepare_src() {
 	rm -rf "$src"
 	mkdir -p "$src"
 	cp "$repo_root/hack/testbin/$1/go.mod" "$repo_root/hack/testbin/$1/tools.go" "$src/"
+	if [[ -f $repo_root/hack/testbin/$1/main.go ]]; then
+		cp "$repo_root/hack/testbin/$1/main.go" "$src/"
+	fi
 	if [[ -f $repo_root/hack/testbin/$1/go.sum ]]; then
 		cp "$repo_root/hack/testbin/$1/go.sum" "$src/"
 	fi
@@ -214,6 +232,29 @@ build_flux_image() {
 	finish flux-image "$flux_image_version" "$tmp"
 }
 
+# build_argocd builds Argo CD's application-controller and repo-server (one
+# binary, hack/testbin/argocd/main.go: argo-cd's own cmd links every Argo CD
+# program) and kustomize in one "go build", and keeps from the same module
+# what the testbed installs: the Application and AppProject CRDs, the config
+# objects (argocd-cm, argocd-secret, ...) and git-verify-wrapper.sh, which
+# the repo-server runs on every manifest generation (without it every sync
+# fails with "permission denied").
+build_argocd() {
+	local src tmp=$cache_root/argocd-$argocd_version.tmp dir
+	src=$(prepare_src argocd)
+	rm -rf "$tmp" && mkdir -p "$tmp/crds/argocd" "$tmp/argocd-config"
+	(cd "$src" && GOTOOLCHAIN=$argocd_toolchain gobuild "$tmp/" ". sigs.k8s.io/kustomize/kustomize/v5")
+	[[ -x $tmp/argocd && -x $tmp/kustomize ]] || die "the Argo CD build left no argocd or kustomize in $tmp"
+	dir=$(cd "$src" && GOTOOLCHAIN=$argocd_toolchain GOWORK=off GOFLAGS=-mod=mod "$go_bin" list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+	[[ -d $dir/manifests/crds && -d $dir/manifests/base/config ]] || die "no manifests/ in $dir"
+	cp "$dir"/manifests/crds/application-crd.yaml "$dir"/manifests/crds/appproject-crd.yaml "$tmp/crds/argocd/"
+	cp "$dir"/manifests/base/config/argocd-*.yaml "$tmp/argocd-config/"
+	cp "$dir/hack/git-verify-wrapper.sh" "$tmp/git-verify-wrapper.sh"
+	chmod -R u+w "$tmp"
+	chmod +x "$tmp/git-verify-wrapper.sh"
+	finish argocd "$argocd_version" "$tmp"
+}
+
 # link_into copies the files of cache entry DIR into the destination,
 # hardlinking when both are on one file system.
 link_into() {
@@ -235,7 +276,8 @@ for item in "etcd $etcd_version build_etcd" \
 	"kwok $kwok_version build_kwok" \
 	"sops $sops_version build_sops" \
 	"flux $flux_version build_flux" \
-	"flux-image $flux_image_version build_flux_image"; do
+	"flux-image $flux_image_version build_flux_image" \
+	"argocd $argocd_version build_argocd"; do
 	read -r name version builder <<<"$item"
 	if fresh "$name" "$version"; then
 		log "$name $version: cached"
@@ -258,8 +300,10 @@ done
 	echo "gpu-operator $gpu_operator_tag ($gpu_operator_version)"
 	echo "kwok $kwok_version"
 	echo "sops $sops_version"
+	echo "argocd $argocd_version (application-controller, repo-server; built with $argocd_toolchain)"
+	echo "kustomize $argocd_kustomize_version"
 	echo "built-with $go_version"
 } >"$dest/VERSIONS"
 log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver kube-controller-manager kube-scheduler \
 	source-controller kustomize-controller image-reflector-controller image-automation-controller \
-	notification-controller gpu-operator kwok sops)"
+	notification-controller gpu-operator kwok sops argocd kustomize)"

@@ -91,7 +91,7 @@ Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),
 	root.SetVersionTemplate("gpufleet {{.Version}}\n")
 
 	root.AddCommand(newInitCommand(s))
-	root.AddCommand(newRenderCommand(s))
+	root.AddCommand(newRenderCommand(s), newBootstrapCommand(s))
 	root.AddCommand(newLintCommand(s))
 	root.AddCommand(newSecretCommand(s))
 	root.AddCommand(newGateCommand(s))

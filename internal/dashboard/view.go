@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/promote"
@@ -19,6 +20,9 @@ type ClusterView struct {
 	Name    string `json:"name"`
 	Wave    string `json:"wave"`
 	Context string `json:"context"`
+	// Engine is the cluster's GitOps engine, as the fleet file says
+	// (fleet.EngineFlux or fleet.EngineArgoCD).
+	Engine string `json:"engine"`
 	// Release and State are promote's (`gpufleet status`): the release
 	// the fleet file gives the cluster and where the promotion has it.
 	Release string `json:"release"`
@@ -55,16 +59,25 @@ type ClusterView struct {
 // Converged says the gate passes the cluster.
 func (v *ClusterView) Converged() bool { return v.Reachable && v.Verdict == gate.Pass }
 
-// FluxChecks are the gate's checks of Flux objects (Kustomizations,
-// HelmReleases): their readiness at the expected revision.
-func (v *ClusterView) FluxChecks() []gate.Check {
-	return v.checksWhere(func(k gate.CheckKind) bool { return k.Flux() })
+// EngineName is the cluster's GitOps engine as the page heads its checks.
+func (v *ClusterView) EngineName() string {
+	if v.Engine == fleet.EngineArgoCD {
+		return "Argo CD"
+	}
+	return "Flux"
+}
+
+// GitOpsChecks are the gate's checks of the GitOps engine's objects (Flux
+// Kustomizations and HelmReleases, Argo CD Applications): their readiness
+// at the expected revision.
+func (v *ClusterView) GitOpsChecks() []gate.Check {
+	return v.checksWhere(func(k gate.CheckKind) bool { return k.GitOps() })
 }
 
 // OtherChecks are the rest of the gate's checks: every kind the page has
 // no place of its own for shows here, so a new kind is never left out.
 func (v *ClusterView) OtherChecks() []gate.Check {
-	return v.checksWhere(func(k gate.CheckKind) bool { return !k.Flux() })
+	return v.checksWhere(func(k gate.CheckKind) bool { return !k.GitOps() })
 }
 
 func (v *ClusterView) checksWhere(in func(gate.CheckKind) bool) []gate.Check {

@@ -144,12 +144,12 @@ func TestEveryCheckKindShows(t *testing.T) {
 		checks = append(checks, gate.Check{Name: gate.CheckID{Kind: k, Object: "x"}, Status: gate.Fail})
 	}
 	v := &ClusterView{Checks: checks}
-	if got := len(v.FluxChecks()) + len(v.OtherChecks()); got != len(checks) {
+	if got := len(v.GitOpsChecks()) + len(v.OtherChecks()); got != len(checks) {
 		t.Errorf("%d checks shown of %d", got, len(checks))
 	}
-	for _, c := range v.FluxChecks() {
-		if c.Name.Kind != gate.CheckKustomization && c.Name.Kind != gate.CheckHelmRelease {
-			t.Errorf("%s shown with Flux's objects", c.Name)
+	for _, c := range v.GitOpsChecks() {
+		if c.Name.Kind != gate.CheckKustomization && c.Name.Kind != gate.CheckHelmRelease && c.Name.Kind != gate.CheckApplication {
+			t.Errorf("%s shown with the GitOps engine's objects", c.Name)
 		}
 	}
 }

@@ -118,7 +118,11 @@ func subset(a, b []string) bool {
 // base is the part of a view that comes from the fleet file alone.
 func (w *clusterWatch) base(f *fleet.Fleet) *ClusterView {
 	cs := w.d.clusterStatus(w.name)
-	return &ClusterView{Name: w.name, Wave: cs.Wave, Context: w.context, Release: cs.Release, State: cs.State, Waiting: w.d.clusterWaits(w.name)}
+	v := &ClusterView{Name: w.name, Wave: cs.Wave, Context: w.context, Release: cs.Release, State: cs.State, Waiting: w.d.clusterWaits(w.name)}
+	if f != nil {
+		v.Engine = f.EngineFor(w.name)
+	}
+	return v
 }
 
 // downView is the view of a cluster that could not be read: no check,

@@ -46,6 +46,10 @@ type Step string
 const (
 	StepSource        Step = "source"
 	StepKustomization Step = "kustomization"
+	// StepApplication is an Argo CD Application, as StepKustomization is a
+	// Flux Kustomization; StepSync its sync: running, or failed.
+	StepApplication   Step = "application"
+	StepSync          Step = "sync"
 	StepSuspended     Step = "suspended"
 	StepDependsOn     Step = "dependsOn"
 	StepHealthCheck   Step = "healthCheck"

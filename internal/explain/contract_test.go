@@ -16,6 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/gate/argotest"
 )
 
 // TestEveryFailedCheckHasALink is the contract between the gate and
@@ -105,16 +106,20 @@ func linksFor(a *Answer, id gate.CheckID) []Link {
 }
 
 // randomConverged is a converged cluster chosen at random: of the example
-// fleet, with its chart mode and actuator, or of the fleet adopted as
-// found that render's tests use (a ClusterPolicy-managed driver on the
+// fleet, with its chart mode and actuator, of the fleet adopted as found
+// that render's tests use (a ClusterPolicy-managed driver on the
 // gpu-operator actuator under an adopted release; NVIDIADrivers beside an
-// adopted Network Operator).
+// adopted Network Operator), or of render's fleet with a cluster on each
+// GitOps engine.
 func randomConverged(t *testing.T, r *rand.Rand) (*fleet.Fleet, gate.Expected, Observed) {
 	t.Helper()
 	var f *fleet.Fleet
-	if r.IntN(3) == 0 {
+	switch r.IntN(4) {
+	case 0:
 		f = fleetVariant(t, adoptedFleet, false, r.IntN(2) == 0)
-	} else {
+	case 1:
+		f = fleetVariant(t, argoFleet, r.IntN(3) == 0, true)
+	default:
 		f = fleetVariant(t, exampleFleet, r.IntN(3) == 0, r.IntN(2) == 0)
 	}
 	cluster := pick(r, f.ClusterNames())
@@ -125,11 +130,14 @@ func randomConverged(t *testing.T, r *rand.Rand) (*fleet.Fleet, gate.Expected, O
 // TestConvergedOnConverges: the states the contract test breaks are
 // converged to begin with, for the gate and for explain.
 func TestConvergedOnConverges(t *testing.T) {
-	for _, file := range []string{exampleFleet, adoptedFleet} {
+	for _, file := range []string{exampleFleet, adoptedFleet, argoFleet} {
 		for _, operator := range []bool{false, true} {
 			for _, manifests := range []bool{false, true} {
 				if file == adoptedFleet && operator {
 					continue // its policy says the actuator per cluster
+				}
+				if file == argoFleet && !manifests {
+					continue // Argo CD needs the manifests chart mode
 				}
 				f := fleetVariant(t, file, operator, manifests)
 				for _, c := range f.ClusterNames() {
@@ -153,6 +161,7 @@ func TestConvergedOnConverges(t *testing.T) {
 const (
 	exampleFleet = "../../examples/fleet.toml"
 	adoptedFleet = "../render/testdata/adopted/fleet.toml"
+	argoFleet    = "../render/testdata/argocd/fleet.toml"
 )
 
 type variant struct {
@@ -205,9 +214,15 @@ func fleetVariant(t *testing.T, file string, operator, manifests bool) *fleet.Fl
 // Ready, every node of every pool on the release's driver.
 func convergedOn(e gate.Expected) Observed {
 	o := Observed{Observed: gate.Observed{Kustomizations: map[string]*unstructured.Unstructured{}, HelmReleases: map[string]*unstructured.Unstructured{},
-		Deployments: map[string]*unstructured.Unstructured{}, NVIDIADrivers: map[string]*unstructured.Unstructured{}},
+		Applications: map[string]*unstructured.Unstructured{},
+		Deployments:  map[string]*unstructured.Unstructured{}, NVIDIADrivers: map[string]*unstructured.Unstructured{}},
 		Sources: map[string]*unstructured.Unstructured{}, Dependencies: map[string]*unstructured.Unstructured{}}
-	o.Sources["flux-system/flux-system"] = obj(apiSource, "GitRepository", "flux-system", "flux-system", map[string]any{}, map[string]any{"conditions": ready(), "artifact": map[string]any{"revision": "main@sha1:" + rev}})
+	if len(e.Kustomizations) > 0 {
+		o.Sources["flux-system/flux-system"] = obj(apiSource, "GitRepository", "flux-system", "flux-system", map[string]any{}, map[string]any{"conditions": ready(), "artifact": map[string]any{"revision": "main@sha1:" + rev}})
+	}
+	for _, a := range e.Applications {
+		o.Applications[a] = argotest.Application(a, rev)
+	}
 	for _, k := range e.Kustomizations {
 		o.Kustomizations[k] = obj(apiKustomization, "Kustomization", "flux-system", k, map[string]any{"sourceRef": map[string]any{"kind": "GitRepository", "name": "flux-system"}}, map[string]any{"conditions": ready(), "lastAppliedRevision": "main@sha1:" + rev})
 	}
@@ -295,6 +310,9 @@ func breakOne(r *rand.Rand, e gate.Expected, o *Observed) string {
 	reconciling := []any{map[string]any{"type": "Ready", "status": "Unknown", "reason": "Progressing"}, map[string]any{"type": "Reconciling", "status": "True", "reason": "Progressing"}}
 	switch r.IntN(8) {
 	case 0:
+		if len(e.Applications) > 0 {
+			return breakApplication(r, e, o)
+		}
 		name := pick(r, e.Kustomizations)
 		k := o.Kustomizations[name]
 		if k == nil {
@@ -508,5 +526,43 @@ func breakOne(r *rand.Rand, e gate.Expected, o *Observed) string {
 			cond(v1alpha1.ConditionOverlap, "nodes of another rollout")
 			return "rollout overlaps another"
 		}
+	}
+}
+
+// breakApplication breaks one of the cluster's Argo CD Applications and
+// says how.
+func breakApplication(r *rand.Rand, e gate.Expected, o *Observed) string {
+	name := pick(r, e.Applications)
+	if o.Applications[name] == nil {
+		return "application " + name + " already gone"
+	}
+	other := "fedcba9876543210fedcba9876543210fedcba98"
+	switch r.IntN(8) {
+	case 0:
+		o.Applications[name] = nil
+		return "application " + name + " missing"
+	case 1:
+		o.Applications[name] = argotest.Application(name, rev, argotest.Manual())
+		return "application " + name + " not automated"
+	case 2:
+		o.Applications[name] = argotest.Application(name, other)
+		return "application " + name + " synced at an old revision"
+	case 3:
+		o.Applications[name] = argotest.Application(name, rev, argotest.Sync("OutOfSync", rev), argotest.Operation("Running", "one or more objects failed to apply. Retrying attempt #1", rev, 1, true,
+			[5]string{"NVIDIADriver", "", "h100-x", "SyncFailed", "the NVIDIADriver is invalid"}))
+		return "application " + name + " sync failed, retried"
+	case 4:
+		o.Applications[name] = argotest.Application(name, rev, argotest.Operation("Running", "waiting for healthy state of nvidia.com/NVIDIADriver/h100-x", rev, 0, false))
+		return "application " + name + " syncing"
+	case 5:
+		o.Applications[name] = argotest.Application(name, rev, argotest.Health("Degraded", ""),
+			argotest.Resource("gpufleet.io", "DriverRollout", "", e.Rollout, "Synced", "Degraded", "Stalled: the canary failed", 2))
+		return "application " + name + " degraded"
+	case 6:
+		o.Applications[name] = argotest.Application(name, rev, argotest.Sync("Unknown", rev), argotest.Condition("ComparisonError", "rpc error: repository not accessible"))
+		return "application " + name + " cannot build its manifests"
+	default:
+		o.Applications[name] = argotest.Application(name, rev, argotest.Sync("OutOfSync", rev), argotest.Operation("Failed", "one or more synchronization tasks are not valid", rev, 0, true))
+		return "application " + name + " out of sync after a failed sync"
 	}
 }

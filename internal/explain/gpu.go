@@ -25,7 +25,7 @@ func (w *walker) gpuOperator() {
 	case ok:
 		l.State = OK
 	case w.o.ClusterPolicy == nil:
-		l.State, l.Message, l.Next = BrokenState, "there is no ClusterPolicy: the GPU Operator's chart makes one", "flux reconcile kustomization operators --with-source"
+		l.State, l.Message, l.Next = BrokenState, "there is no ClusterPolicy: the GPU Operator's chart makes one", w.applyCommand("operators")
 	default:
 		l.State, l.Condition = BrokenState, stateCondition(w.o.ClusterPolicy)
 		l.Message = "the GPU Operator reports its ClusterPolicy " + or(check.Observed, "without a state") + stateDetail(l.Condition)
@@ -43,7 +43,7 @@ func (w *walker) gpuOperator() {
 		case ok:
 			l.State = OK
 		case u == nil:
-			l.State, l.Message, l.Next = BrokenState, "the NVIDIADriver does not exist: the config step writes it", "flux reconcile kustomization config --with-source"
+			l.State, l.Message, l.Next = BrokenState, "the NVIDIADriver does not exist: the config step writes it", w.applyCommand("config")
 			w.blockedBy(&l, "config")
 		default:
 			l.State, l.Condition = BrokenState, stateCondition(u)
@@ -68,7 +68,7 @@ func (w *walker) driverManagement(cp Object) {
 		l.State = OK
 	case w.o.ClusterPolicy == nil:
 		// The ClusterPolicy's own link says it is missing.
-		l.State, l.Message, l.Next = Blocked, check.Message, "flux reconcile kustomization operators --with-source"
+		l.State, l.Message, l.Next = Blocked, check.Message, w.applyCommand("operators")
 	default:
 		l.State, l.Message = BrokenState, check.Message
 		l.Condition = &Condition{Type: "spec.driver.useNvidiaDriverCRD", Status: fmt.Sprint(check.Observed == fleet.DriverManagementNVIDIADriver)}

@@ -89,8 +89,9 @@ func observe(ctx context.Context, c client.Reader, e gate.Expected) (Observed, e
 			}
 		}
 	}
-	if len(o.Sources) == 0 {
-		// No Kustomization to name it: Flux's bootstrap source.
+	if len(o.Sources) == 0 && len(e.Applications) == 0 {
+		// No Kustomization to name it: Flux's bootstrap source (a cluster
+		// on Argo CD has none).
 		if o.Sources[fluxNamespace+"/"+fluxNamespace], err = get(gvkGitRepository, fluxNamespace, fluxNamespace); err != nil {
 			return o, err
 		}

@@ -31,7 +31,7 @@ func (w *walker) rollout() {
 	check, ok := w.passed(id)
 	l.Observed = check.Observed
 	describe := "kubectl describe driverrollout " + w.e.Rollout
-	reconcile := "flux reconcile kustomization lifecycle --with-source"
+	reconcile := w.applyCommand("lifecycle")
 	cond := func(t string) *Condition {
 		if dr == nil {
 			return nil
@@ -112,7 +112,7 @@ func (w *walker) approval(l Link, dr *v1alpha1.DriverRollout, c *Condition) Link
 	name := fleet.ClusterApproval(release, w.e.Cluster)
 	if w.f.Approved(name) {
 		l.Message = fmt.Sprintf("the canary soaked and waits for approval; the fleet file approves it (%s), but the cluster's DriverRollout does not carry it yet: is the approval commit pushed?", name)
-		l.Next = "flux reconcile kustomization lifecycle --with-source"
+		l.Next = w.applyCommand("lifecycle")
 		return l
 	}
 	for _, wt := range promote.Waits(w.f) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // Walk judges what was read from a cluster against what it should run, link
@@ -24,8 +25,12 @@ func Walk(f *fleet.Fleet, e gate.Expected, o Observed) *Answer {
 		a.Release, a.Driver = e.Release.Name, e.Release.Driver
 	}
 	w.a = a
-	w.sources()
-	w.kustomizations()
+	if w.argoCD() {
+		w.applications()
+	} else {
+		w.sources()
+		w.kustomizations()
+	}
 	w.operators()
 	w.controllerLink()
 	w.gpuOperator()
@@ -69,12 +74,30 @@ func (w *walker) stepNotOK(name string) bool {
 }
 
 // blockedBy marks l blocked when the Kustomization that applies its object
-// is not ok, saying so.
+// is not ok (on Argo CD: when Application gpu-stack, which applies every
+// step, has not applied the revision), saying so.
 func (w *walker) blockedBy(l *Link, step string) {
-	if l.State == BrokenState && w.stepNotOK(step) {
+	if l.State != BrokenState {
+		return
+	}
+	switch {
+	case w.argoCD() && w.stackNotApplied():
+		l.State = Blocked
+		l.Message += " (Application " + render.ArgoCDStackApp + ", which applies it in the " + step + " wave, has not applied the revision)"
+	case !w.argoCD() && w.stepNotOK(step):
 		l.State = Blocked
 		l.Message += " (the " + step + " Kustomization, which applies it, is not ok)"
 	}
+}
+
+// applyCommand is the command that has the cluster's GitOps engine apply
+// step now: Flux's reconcile of its Kustomization, or on Argo CD a refresh
+// of Application gpu-stack (its automated sync then applies what changed).
+func (w *walker) applyCommand(step string) string {
+	if w.argoCD() {
+		return fmt.Sprintf("kubectl -n %s annotate application %s argocd.argoproj.io/refresh=normal --overwrite", gate.ArgoCDNamespace, render.ArgoCDStackApp)
+	}
+	return "flux reconcile kustomization " + step + " --with-source"
 }
 
 // passed says whether the gate passed check id.

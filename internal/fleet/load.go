@@ -14,6 +14,7 @@ import (
 type rawFile struct {
 	Charts     Charts              `toml:"charts"`
 	Controller Controller          `toml:"controller"`
+	GitOps     rawGitOps           `toml:"gitops"`
 	Releases   map[string]*Release `toml:"releases"`
 	Clusters   map[string]*Cluster `toml:"clusters"`
 	Waves      []*Wave             `toml:"waves"`
@@ -80,6 +81,7 @@ func Parse(name string, data []byte) (*Fleet, error) {
 		Promotion:  raw.Promotion,
 		Stack:      raw.Stack,
 		policy:     raw.Policy,
+		gitops:     raw.GitOps,
 	}
 	f.clusterNames = sortedKeys(f.Clusters)
 	f.validate(probs)

@@ -90,6 +90,30 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 			},
 		},
 		{
+			name: "gitops: an engine that is none, Argo CD without a repository and on HelmReleases, overrides of nothing",
+			edit: func(s string) string {
+				return strings.Replace(s, "[promotion]", "[gitops]\nengine = \"argo\"\n\n[gitops.environments.prod]\nengine = \"argocd\"\n\n[gitops.environments.production]\nengine = \"flux\"\n\n[gitops.clusters.prod-c]\nengine = \"flux\"\n\n[promotion]", 1)
+			},
+			want: []string{
+				`f.toml:50:2: gitops: repository is required where a cluster is on Argo CD (prod-a, prod-b, engine set at gitops.environments.prod.engine): the fleet repository's URL as Argo CD reaches it, e.g. repository = "https://git.example.com/platform/fleet.git"`,
+				`f.toml:51:1: gitops.engine: "argo" is not a GitOps engine: use "flux" (the default) or "argocd" (did you mean "argocd"?)`,
+				"f.toml:54:1: gitops.environments.prod.engine: cluster prod-a is on Argo CD, which needs [charts] mode = \"manifests\": a Flux HelmRelease has no Argo CD counterpart that keeps both operators in their own namespaces in one ordered sync, while pre-rendered charts are plain objects Argo CD orders by sync waves (and a pull request shows each one)",
+				`f.toml:56:2: gitops.environments.production: no cluster has environment "production" (known: prod, staging)`,
+				`f.toml:59:2: gitops.clusters.prod-c: unknown cluster "prod-c" (did you mean "prod-a"?)`,
+			},
+		},
+		{
+			name: "gitops: a repository that is no URL, a branch that is no branch",
+			edit: func(s string) string {
+				return strings.Replace(s, "[promotion]", "[gitops]\nrepository = \"fleet\"\nbranch = \"ma in\"\n\n[gitops.clusters.stg]\nengine = \"argocd\"\n\n[promotion]", 1)
+			},
+			want: []string{
+				`f.toml:51:1: gitops.repository: "fleet" is not a git repository URL (https://, ssh://, git@host:path, git:// or file://)`,
+				`f.toml:52:1: gitops.branch: "ma in" is not a git branch name`,
+				"f.toml:55:1: gitops.clusters.stg.engine: cluster stg is on Argo CD, which needs [charts] mode = \"manifests\": a Flux HelmRelease has no Argo CD counterpart that keeps both operators in their own namespaces in one ordered sync, while pre-rendered charts are plain objects Argo CD orders by sync waves (and a pull request shows each one)",
+			},
+		},
+		{
 			name: "syntax error",
 			edit: func(s string) string { return strings.Replace(s, "[policy]", "[policy", 1) },
 			want: []string{

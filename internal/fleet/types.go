@@ -26,8 +26,11 @@ type Fleet struct {
 	Promotion  Promotion
 	// Stack is the LLM serving stack; nil when the fleet file has none.
 	Stack *Stack
+	// GitOps says which engine applies each cluster's folder (EngineFor).
+	GitOps GitOps
 
 	policy rawPolicy
+	gitops rawGitOps
 	// policies are the resolved policies of the clusters, and fleetPolicy
 	// [policy] alone (see PolicyFor).
 	policies    map[string]Policy

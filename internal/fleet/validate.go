@@ -49,6 +49,7 @@ func (f *Fleet) validate(probs *problemList) {
 	f.validateInstalls(probs)
 	f.validatePromotion(probs)
 	f.validateStack(probs)
+	f.validateGitOps(probs, f.gitops)
 }
 
 func (f *Fleet) validateCharts(probs *problemList) {

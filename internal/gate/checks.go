@@ -19,6 +19,7 @@ import (
 // means the object does not exist.
 type Observed struct {
 	Kustomizations map[string]*unstructured.Unstructured
+	Applications   map[string]*unstructured.Unstructured
 	HelmReleases   map[string]*unstructured.Unstructured
 	Deployments    map[string]*unstructured.Unstructured
 	// Controller is gpufleet-controller's Deployment (read where
@@ -44,6 +45,10 @@ func Evaluate(e Expected, o Observed) []Check {
 	for _, name := range e.Kustomizations {
 		ok, observed, msg := kustomizationReady(o.Kustomizations[name], e.Revision)
 		add(KustomizationCheck(name), ok, "Ready at "+shortRev(e.Revision), observed, msg)
+	}
+	for _, name := range e.Applications {
+		ok, observed, msg := applicationReady(o.Applications[name], e.Revision)
+		add(ApplicationCheck(name), ok, "Synced at "+shortRev(e.Revision)+", Healthy", observed, msg)
 	}
 	for _, key := range sortedKeys(e.HelmReleases) {
 		want := e.HelmReleases[key]
@@ -119,7 +124,7 @@ func helmReleaseReady(u *unstructured.Unstructured, version string) (bool, strin
 // and kstatus finds it Current (the new ReplicaSet's pods Available).
 func operatorDeploymentReady(u *unstructured.Unstructured, chart string) (bool, string, string) {
 	if u == nil {
-		return false, "missing", "the operator's Deployment does not exist: has Flux applied the operators step?"
+		return false, "missing", "the operator's Deployment does not exist: has the operators step been applied?"
 	}
 	got := normalChartLabel(u.GetLabels()[labelHelmChart])
 	res, err := status.Compute(u)
@@ -142,7 +147,7 @@ func operatorDeploymentReady(u *unstructured.Unstructured, chart string) (bool, 
 // a DriverRollout may still be driven by the version it replaces.
 func controllerReady(u *unstructured.Unstructured, image string) (bool, string, string) {
 	if u == nil {
-		return false, "missing", "gpufleet-controller's Deployment does not exist: has Flux applied the operators step?"
+		return false, "missing", "gpufleet-controller's Deployment does not exist: has the operators step been applied?"
 	}
 	got := ""
 	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")

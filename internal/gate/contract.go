@@ -22,6 +22,10 @@ const (
 	// CheckKustomization: a Flux Kustomization of the cluster is Ready at
 	// the expected revision. Object: its name (in flux-system).
 	CheckKustomization CheckKind = "flux/Kustomization/*"
+	// CheckApplication: an Argo CD Application of a cluster on Argo CD is
+	// Synced at the expected revision, Healthy, under automated sync and
+	// with no sync in progress. Object: its name (in argocd).
+	CheckApplication CheckKind = "argocd/Application/*"
 	// CheckHelmRelease: an operator's HelmRelease is Ready at its chart
 	// version (the helmrelease chart mode). Object: "namespace/name".
 	CheckHelmRelease CheckKind = "flux/HelmRelease/*"
@@ -73,7 +77,7 @@ const (
 // (CheckConnect, which only Run makes, last).
 func CheckKinds() []CheckKind {
 	return []CheckKind{
-		CheckKustomization, CheckHelmRelease, CheckOperatorDeployment, CheckController,
+		CheckKustomization, CheckApplication, CheckHelmRelease, CheckOperatorDeployment, CheckController,
 		CheckClusterPolicy, CheckDriverManagement, CheckNVIDIADriver,
 		CheckPoolDriver, CheckPoolDriverLabel, CheckPoolHeld, CheckPoolReady, CheckPoolGPUErrors, CheckQuarantined,
 		CheckRollout,
@@ -87,10 +91,11 @@ func (k CheckKind) PerPool() bool {
 	return strings.HasPrefix(string(k), "nodes/*/")
 }
 
-// Flux says the check judges a Flux object (its readiness at the expected
-// revision), as the dashboard groups them.
-func (k CheckKind) Flux() bool {
-	return k == CheckKustomization || k == CheckHelmRelease
+// GitOps says the check judges an object of the cluster's GitOps engine
+// (a Flux Kustomization or HelmRelease, an Argo CD Application: its
+// readiness at the expected revision), as the dashboard groups them.
+func (k CheckKind) GitOps() bool {
+	return k == CheckKustomization || k == CheckHelmRelease || k == CheckApplication
 }
 
 // CheckID names one check: its kind and the object it judges. Its text
@@ -107,6 +112,9 @@ type CheckID struct {
 
 // KustomizationCheck is the check of Flux Kustomization name.
 func KustomizationCheck(name string) CheckID { return CheckID{CheckKustomization, name} }
+
+// ApplicationCheck is the check of Argo CD Application name.
+func ApplicationCheck(name string) CheckID { return CheckID{CheckApplication, name} }
 
 // HelmReleaseCheck is the check of the HelmRelease at key, "namespace/name".
 func HelmReleaseCheck(key string) CheckID { return CheckID{CheckHelmRelease, key} }

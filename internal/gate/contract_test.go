@@ -76,14 +76,14 @@ func TestCheckKindsListed(t *testing.T) {
 			t.Errorf("check %s reads back as %+v, %v", c.Name, back, err)
 		}
 	}
-	for _, e := range []Expected{manifestsExpect(t), adoptedExpect(t, "cp")} {
+	for _, e := range []Expected{manifestsExpect(t), adoptedExpect(t, "cp"), argoExpect(t, "argocd")} {
 		for _, c := range Evaluate(e, Observed{}) {
 			made[c.Name.Kind] = true
 		}
 	}
 	for _, k := range kinds {
 		if !made[k] && k != CheckConnect {
-			t.Errorf("no check of kind %s made on the example fleet (helmrelease and manifests modes) or the adopted one", k)
+			t.Errorf("no check of kind %s made on the example fleet (helmrelease and manifests modes), the adopted one or the one on Argo CD", k)
 		}
 	}
 }

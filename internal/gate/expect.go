@@ -12,10 +12,14 @@ import (
 type Expected struct {
 	Cluster string
 	Release *fleet.Release
-	// Revision is the git commit Flux should have applied.
+	// Revision is the git commit Flux or Argo CD should have applied.
 	Revision string
-	// Kustomizations are the Flux Kustomizations (flux-system) that must be Ready.
+	// Kustomizations are the Flux Kustomizations (flux-system) that must be
+	// Ready; none on a cluster on Argo CD.
 	Kustomizations []string
+	// Applications are the Argo CD Applications (argocd) that must be
+	// Synced and Healthy, on a cluster on Argo CD (render.ArgoCDApps).
+	Applications []string
 	// HelmReleases maps namespace/name to the expected chart version
 	// (the helmrelease chart mode).
 	HelmReleases map[string]string
@@ -94,6 +98,9 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		GPUOperatorNamespace: c.GPUOperatorNamespace(),
 		Rollout:              t.DriverRollout.Name,
 		ControllerImage:      t.ControllerImage,
+	}
+	if f.EngineFor(cluster) == fleet.EngineArgoCD {
+		e.Kustomizations, e.Applications = nil, render.ArgoCDApps()
 	}
 	// The operators where and as the cluster installs them (an adopted
 	// install's namespace and release, the Network Operator only when the

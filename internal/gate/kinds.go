@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // ReadKind is a kind of object the gate reads from a cluster (Observe).
@@ -27,6 +28,7 @@ type ReadKind struct {
 // DriverRollouts typed (Scheme).
 var (
 	KindKustomization = ReadKind{schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}, "kustomizations", true}
+	KindApplication   = ReadKind{schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}, "applications", true}
 	KindHelmRelease   = ReadKind{schema.GroupVersionKind{Group: "helm.toolkit.fluxcd.io", Version: "v2", Kind: "HelmRelease"}, "helmreleases", true}
 	KindDeployment    = ReadKind{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", true}
 	KindClusterPolicy = ReadKind{schema.FromAPIVersionAndKind(v1alpha1.ClusterPolicyAPIVersion, v1alpha1.KindClusterPolicy), "clusterpolicies", false}
@@ -37,7 +39,7 @@ var (
 
 // ReadKinds are every kind the gate may read.
 func ReadKinds() []ReadKind {
-	return []ReadKind{KindKustomization, KindHelmRelease, KindDeployment, KindClusterPolicy, KindNVIDIADriver, KindNode, KindDriverRollout}
+	return []ReadKind{KindKustomization, KindApplication, KindHelmRelease, KindDeployment, KindClusterPolicy, KindNVIDIADriver, KindNode, KindDriverRollout}
 }
 
 // Reads are the kinds Observe reads for e: HelmReleases only in the
@@ -45,7 +47,13 @@ func ReadKinds() []ReadKind {
 // the controller's,
 // NVIDIADrivers only where the release has some.
 func Reads(e Expected) []ReadKind {
-	out := []ReadKind{KindKustomization}
+	var out []ReadKind
+	if len(e.Kustomizations) > 0 {
+		out = append(out, KindKustomization)
+	}
+	if len(e.Applications) > 0 {
+		out = append(out, KindApplication)
+	}
 	if len(e.HelmReleases) > 0 {
 		out = append(out, KindHelmRelease)
 	}
@@ -90,3 +98,6 @@ func (k ReadKind) scope() meta.RESTScope {
 // FluxNamespace holds Flux's own objects: the cluster's Kustomizations
 // and the GitRepository they apply from.
 const FluxNamespace = "flux-system"
+
+// ArgoCDNamespace holds Argo CD and its Applications (render.ArgoCDNamespace).
+const ArgoCDNamespace = render.ArgoCDNamespace

@@ -25,6 +25,7 @@ var errUnreadable = errors.New("could not read")
 func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error) {
 	o := Observed{
 		Kustomizations: map[string]*unstructured.Unstructured{},
+		Applications:   map[string]*unstructured.Unstructured{},
 		HelmReleases:   map[string]*unstructured.Unstructured{},
 		Deployments:    map[string]*unstructured.Unstructured{},
 		NVIDIADrivers:  map[string]*unstructured.Unstructured{},
@@ -47,6 +48,13 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 			return o, err
 		}
 		o.Kustomizations[name] = u
+	}
+	for _, name := range e.Applications {
+		u, err := get(KindApplication, client.ObjectKey{Namespace: ArgoCDNamespace, Name: name})
+		if err != nil {
+			return o, err
+		}
+		o.Applications[name] = u
 	}
 	for key := range e.HelmReleases {
 		ns, name, _ := cutKey(key)

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
@@ -110,28 +107,7 @@ func TestGoldenAdopted(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				golden := filepath.Join("testdata", "adopted", "golden", mode+"-"+state)
-				if *update {
-					if err := os.RemoveAll(golden); err != nil {
-						t.Fatal(err)
-					}
-					for p, b := range out.Files {
-						dst := filepath.Join(golden, filepath.FromSlash(p))
-						if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-							t.Fatal(err)
-						}
-						if err := os.WriteFile(dst, b, 0o644); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				got := map[string]string{}
-				for p, b := range out.Files {
-					got[p] = string(b)
-				}
-				if diff := cmp.Diff(readTree(t, golden), got); diff != "" {
-					t.Errorf("render differs from %s (-want +got); run with -update if intended:\n%s", golden, diff)
-				}
+				matchGolden(t, out, filepath.Join("testdata", "adopted", "golden", mode+"-"+state))
 				for _, c := range []string{"cp", "nd"} {
 					for _, step := range []string{stepOperators, stepConfig, stepLifecycle} {
 						kustomizeBuild(t, out, "clusters/"+c+"/"+step)
@@ -147,17 +123,7 @@ func TestGoldenAdopted(t *testing.T) {
 // of objects.
 func kustomizeBuild(t *testing.T, out *Output, dir string) int {
 	t.Helper()
-	fs := filesys.MakeFsInMemory()
-	for p, b := range out.Files {
-		if strings.HasPrefix(p, dir+"/") {
-			_ = fs.WriteFile("/"+p, b)
-		}
-	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/"+dir)
-	if err != nil {
-		t.Fatalf("kustomize build %s: %v", dir, err)
-	}
-	return rm.Size()
+	return len(kustomizeObjects(t, out, dir))
 }
 
 func helmRelease(t *testing.T, out *Output, p string) *helmv2.HelmRelease {

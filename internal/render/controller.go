@@ -83,7 +83,11 @@ func gpufleetControllerObjects(p clusterPlan) ([]object, error) {
 		meta["labels"] = labels
 		switch obj["kind"] {
 		case "CustomResourceDefinition":
-			meta["annotations"] = map[string]any{kustomizePrune: kustomizePruneDisabled}
+			ann := map[string]any{}
+			for k, v := range keepOnPrune(p) {
+				ann[k] = v
+			}
+			meta["annotations"] = ann
 		case "Deployment":
 			// The version label, not the release's: a release that keeps
 			// the controller's version leaves its objects unchanged.

@@ -324,7 +324,7 @@ func namespaceObjects(p clusterPlan, ops []operator) []object {
 			ObjectMeta: metav1.ObjectMeta{Name: op.Namespace, Labels: baseLabels(p)},
 		}
 		if op.Adopted {
-			ns.Annotations = map[string]string{kustomizePrune: kustomizePruneDisabled}
+			ns.Annotations = keepOnPrune(p)
 		}
 		objs = append(objs, object{file: "namespace-" + op.Namespace + ".yaml", obj: ns})
 	}

@@ -198,9 +198,22 @@ func renderCluster(f *fleet.Fleet, c *fleet.Cluster, opts Options) (map[string][
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", folder.name, err)
 		}
+		if plan.isArgoCD() {
+			if err := inArgoWave(plan, folder.name, objs); err != nil {
+				return nil, fmt.Errorf("%s: %w", folder.name, err)
+			}
+		}
 		if err := addFolder(files, path.Join(dir, folder.name), objs); err != nil {
 			return nil, err
 		}
+	}
+	if plan.isArgoCD() {
+		// The cluster's folder is the steps, which Application gpu-stack
+		// applies; argocd/ holds the Applications (see argocd.go).
+		if err := addFolderWithExtra(files, dir, nil, []string{stepOperators, stepConfig, stepLifecycle}); err != nil {
+			return nil, err
+		}
+		return files, addFolder(files, path.Join(dir, ArgoCDDir), argoCDObjects(plan))
 	}
 	if err := addFolder(files, dir, append(fluxKustomizations(plan), stackKustomizations(plan)...)); err != nil {
 		return nil, err

@@ -33,8 +33,13 @@ func renderFile(t testing.TB, path string) *Output {
 // TestGoldenExample compares the whole render of the example fleet with
 // testdata/golden; `go test ./internal/render -update` regenerates it.
 func TestGoldenExample(t *testing.T) {
-	out := renderFile(t, exampleFleet)
-	golden := filepath.Join("testdata", "golden")
+	matchGolden(t, renderFile(t, exampleFleet), filepath.Join("testdata", "golden"))
+}
+
+// matchGolden compares a whole render with the tree of files in folder
+// golden; with -update it first writes that tree anew.
+func matchGolden(t *testing.T, out *Output, golden string) {
+	t.Helper()
 	if *update {
 		if err := os.RemoveAll(golden); err != nil {
 			t.Fatal(err)
@@ -49,13 +54,12 @@ func TestGoldenExample(t *testing.T) {
 			}
 		}
 	}
-	want := readTree(t, golden)
 	got := map[string]string{}
 	for p, b := range out.Files {
 		got[p] = string(b)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("render of %s differs from testdata/golden (-want +got); run with -update if intended:\n%s", exampleFleet, diff)
+	if diff := cmp.Diff(readTree(t, golden), got); diff != "" {
+		t.Errorf("render differs from %s (-want +got); run with -update if intended:\n%s", golden, diff)
 	}
 }
 

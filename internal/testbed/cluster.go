@@ -32,8 +32,11 @@ type Cluster struct {
 	Kubeconfig string
 	// Dir holds the cluster's logs and Flux's storage.
 	Dir string
-	// Flux is nil unless the testbed was started with Flux.
+	// Flux is nil unless the testbed was started with Flux (and the
+	// cluster is not one of [Options.ArgoCD]).
 	Flux *Flux
+	// ArgoCD is nil unless the cluster is one of [Options.ArgoCD].
+	ArgoCD *ArgoCD
 	// Kube is kube-controller-manager and kube-scheduler; nil unless the
 	// testbed was started with [Options.Kube].
 	Kube *Kube
@@ -162,11 +165,12 @@ func (c *Cluster) startKubelet(ctx context.Context, kube, kwok bool) error {
 }
 
 // LogTail returns the last n lines of the logs of the programs that run
-// beside c's control plane (Flux, controller-manager, scheduler, kwok, the
-// GPU Operator).
+// beside c's control plane (Flux or Argo CD, controller-manager,
+// scheduler, kwok, the GPU Operator).
 func (c *Cluster) LogTail(n int) string {
 	var b strings.Builder
 	b.WriteString(c.Flux.LogTail(n))
+	b.WriteString(c.ArgoCD.LogTail(n))
 	b.WriteString(c.Kube.LogTail(n))
 	if c.kwok != nil {
 		fmt.Fprintf(&b, "--- kwok (%s) ---\n%s\n", c.kwok.logPath, c.kwok.tail(n))
@@ -176,10 +180,10 @@ func (c *Cluster) LogTail(n int) string {
 }
 
 // stopPrograms stops what runs beside the control plane, those that write
-// the most first: the GPU Operator, Flux, kwok, then the scheduler and the
-// controller-manager.
+// the most first: the GPU Operator, Flux or Argo CD, kwok, then the
+// scheduler and the controller-manager.
 func (c *Cluster) stopPrograms() error {
-	errs := []error{c.GPUOperator.stop(), c.Flux.stop()}
+	errs := []error{c.GPUOperator.stop(), c.Flux.stop(), c.ArgoCD.stop()}
 	if c.kwok != nil {
 		errs = append(errs, c.kwok.stop(5*time.Second))
 	}

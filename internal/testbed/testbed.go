@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,11 @@ type Options struct {
 	// image-automation-controller in every cluster and installs their CRDs
 	// (and notification-controller's). Needs Flux.
 	FluxImage bool
+	// ArgoCD names the clusters that run Argo CD (its application-controller
+	// and repo-server, and a redis) as their GitOps engine, with its CRDs
+	// and config objects installed (see [Cluster.WaitSynced]). Such a
+	// cluster runs no Flux, whatever Flux says: one engine per cluster.
+	ArgoCD []string
 	// Notification also starts notification-controller in every cluster
 	// (see [Flux.ReceiverURL]); the other Flux controllers send it their
 	// events. Installs the same CRDs as FluxImage. Needs Flux.
@@ -102,6 +108,11 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 			return nil, err
 		}
 	}
+	if len(opts.ArgoCD) > 0 {
+		if err := bins.CheckArgoCD(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.FluxImage || opts.Notification {
 		if !opts.Flux {
 			return nil, errNeedsFlux
@@ -116,6 +127,11 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 	}
 	if err := checkNames(names); err != nil {
 		return nil, err
+	}
+	for _, a := range opts.ArgoCD {
+		if !slices.Contains(names, a) {
+			return nil, fmt.Errorf("testbed: Argo CD asked for cluster %q, which is not one of %v", a, names)
+		}
 	}
 	if opts.Scheme == nil {
 		opts.Scheme = NewScheme()
@@ -143,10 +159,17 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
+		dirs := crdDirs
+		if argo := slices.Contains(opts.ArgoCD, name); argo || !opts.Flux {
+			dirs = slices.DeleteFunc(slices.Clone(crdDirs), func(d string) bool { return d == bins.FluxCRDDir() || d == bins.FluxImageCRDDir() })
+			if argo {
+				dirs = append(dirs, bins.ArgoCDCRDDir())
+			}
+		}
 		wg.Go(func() {
 			clusters[i], errs[i] = startCluster(clusterSpec{
 				name: name, bins: bins, dir: filepath.Join(tb.Dir, name),
-				crdDirs: crdDirs, crds: opts.CRDs, scheme: opts.Scheme, timeout: opts.StartTimeout,
+				crdDirs: dirs, crds: opts.CRDs, scheme: opts.Scheme, timeout: opts.StartTimeout,
 				audit: opts.AuditLog,
 			})
 		})
@@ -174,11 +197,18 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 			return nil, errors.Join(err, tb.Stop())
 		}
 	}
-	if opts.Flux {
+	if opts.Flux || len(opts.ArgoCD) > 0 {
 		fctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 		defer cancel()
 		for _, c := range tb.clusters {
-			if err := startClusterFlux(fctx, bins, c, opts); err != nil {
+			var err error
+			switch {
+			case slices.Contains(opts.ArgoCD, c.Name):
+				c.ArgoCD, err = startArgoCD(fctx, bins, c)
+			case opts.Flux:
+				err = startClusterFlux(fctx, bins, c, opts)
+			}
+			if err != nil {
 				return nil, errors.Join(err, tb.Stop())
 			}
 		}
@@ -229,9 +259,9 @@ func New(t testing.TB, opts Options) *Testbed {
 			t.Logf("testbed logs:\n%s", tb.LogTail(40))
 		}
 	})
-	t.Logf("testbed: %d cluster(s) up in %s (flux=%t image=%t notification=%t kube=%t kwok=%t), kubeconfig %s",
+	t.Logf("testbed: %d cluster(s) up in %s (flux=%t image=%t notification=%t argocd=%v kube=%t kwok=%t), kubeconfig %s",
 		len(tb.clusters), time.Since(start).Round(10*time.Millisecond), opts.Flux, opts.FluxImage, opts.Notification,
-		opts.Kube, opts.Kwok, tb.Kubeconfig)
+		opts.ArgoCD, opts.Kube, opts.Kwok, tb.Kubeconfig)
 	return tb
 }
 

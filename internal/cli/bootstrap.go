@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/render"
+)
+
+type bootstrapOptions struct {
+	fleetFile, cluster string
+}
+
+func newBootstrapCommand(s Streams) *cobra.Command {
+	o := &bootstrapOptions{}
+	cmd := &cobra.Command{
+		Use:   "bootstrap CLUSTER [-f fleet.toml]",
+		Short: "Print what a person applies once to put a cluster under its GitOps engine",
+		Long: `bootstrap prints the one thing a person applies by hand to a cluster, once,
+so that its GitOps engine applies the cluster's folder from then on; it
+reads the fleet file and writes nothing.
+
+On Argo CD (engine = "argocd"): the root Application, Application gpufleet
+in namespace argocd, the very file render writes at
+clusters/CLUSTER/argocd/application-gpufleet.yaml. Applied once, Argo CD
+applies the rest of that folder itself (the Application of the GPU stack,
+its AppProject, the repository and the health checks gpufleet's objects
+need in argocd-cm), and keeps the root Application as git says. Pipe it
+to kubectl: gpufleet bootstrap CLUSTER | kubectl apply -f -
+
+On Flux (the default): the flux bootstrap command whose Kustomization
+applies clusters/CLUSTER, with the fleet repository of [gitops] when the
+fleet file names it.
+
+Exit codes: 0 printed; 2 bad command line (an unknown cluster); 1 the
+fleet file is invalid.`,
+		Example: `  gpufleet bootstrap stg-h100 | kubectl --context stg-h100 apply -f -
+  gpufleet bootstrap prod-h100-a -f fleet.toml`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeClusters,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.cluster = args[0]
+			return o.run(s.Out, s.Err)
+		},
+	}
+	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
+	return cmd
+}
+
+func (o *bootstrapOptions) run(out, errOut io.Writer) error {
+	f, err := loadFleet(o.fleetFile)
+	if err != nil {
+		return err
+	}
+	c, ok := f.Clusters[o.cluster]
+	if !ok {
+		return withCode(ExitUsage, fmt.Errorf("unknown cluster %q (clusters: %s)", o.cluster, orList(f.ClusterNames())))
+	}
+	if f.EngineFor(o.cluster) == fleet.EngineArgoCD {
+		b, err := render.ArgoCDRootApplication(f, o.cluster)
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(b); err != nil {
+			return err
+		}
+		fmt.Fprintf(errOut, "# apply it once to cluster %s (context %s): Argo CD then applies %s itself\n",
+			o.cluster, contextOf(c), render.ClusterDir(o.cluster)+"/"+render.ArgoCDDir)
+		return nil
+	}
+	url := f.GitOps.Repository
+	if url == "" {
+		url = "<the fleet repository's URL>"
+	}
+	_, err = fmt.Fprintf(out, "flux bootstrap git --context=%s --url=%s --branch=%s --path=%s\n",
+		contextOf(c), url, f.GitOps.Branch, render.ClusterDir(o.cluster))
+	return err
+}
+
+// contextOf is the kubeconfig context of cluster c.
+func contextOf(c *fleet.Cluster) string {
+	if c.Context != "" {
+		return c.Context
+	}
+	return c.Name
+}
