@@ -33,6 +33,10 @@ anything, and walks the chain that decides whether it runs what git says:
                    serving stack) is not suspended, its dependsOn are Ready, its
                    health checks pass within a timeout no shorter than the
                    service's declared start-up, and it applied the revision
+  application      on a cluster on Argo CD, instead of the two above: the root
+                   Application (gpufleet) and gpu-stack exist, sync by themselves,
+                   no sync runs or fails (the object it failed on), they are
+                   Synced at the revision and Healthy (the resource that is not)
   helmRelease      the operators' HelmReleases are Ready at the release's charts
                    (with pre-rendered charts: the operators' Deployments)
   gpu-operator     the ClusterPolicy and the release's NVIDIADrivers are ready
@@ -67,7 +71,7 @@ Exit codes: 0 every link holds; 1 a link is broken or still progressing;
 		},
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
-	cmd.Flags().StringVar(&o.revision, "revision", "", "the git commit Flux must have fetched and applied (default: HEAD of the fleet repository)")
+	cmd.Flags().StringVar(&o.revision, "revision", "", "the git commit Flux or Argo CD must have applied (default: HEAD of the fleet repository)")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "time allowed to read the cluster")
 	cmd.Flags().StringVarP(&o.output, "output", "o", formatText, "text, json or yaml")

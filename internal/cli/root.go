@@ -71,10 +71,10 @@ func NewRootCommand(s Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:     "gpufleet",
 		Version: version.shortVersion(),
-		Short:   "Upgrade the GPU software stack across a fleet of Kubernetes clusters, from Git, with Flux",
+		Short:   "Upgrade the GPU software stack across a fleet of Kubernetes clusters, from Git, with Flux or Argo CD",
 		Long: `gpufleet upgrades NVIDIA GPU Operator, Network Operator and GPU driver releases
 across a fleet of Kubernetes clusters. One file, fleet.toml, says which releases
-exist and which clusters run what; gpufleet renders every cluster's Flux folder
+exist and which clusters run what; gpufleet renders every cluster's Flux or Argo CD folder
 from it, and rolls drivers out wave by wave.
 
 Exit codes: 0 ok, 1 a problem was found (invalid input, failed check),

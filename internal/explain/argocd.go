@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -104,6 +108,7 @@ func (w *walker) application(name string) Link {
 		l.Message = "health " + or(a.Health, "unknown")
 		r, ok := firstUnhealthy(a)
 		if ok {
+			r.Message = or(r.Message, w.stateOf(r))
 			l.Message += ": " + r.Ref() + " is " + r.Health
 			if r.Message != "" {
 				l.Message += ": " + r.Message
@@ -188,8 +193,37 @@ func waitingOn(a *gate.Application) string {
 	return s + ")"
 }
 
+// stateOf is what the objects explain read say of resource r, an object
+// Argo CD finds unhealthy: the DriverRollout's stopping condition, the GPU
+// Operator's state of an NVIDIADriver or the ClusterPolicy.
+func (w *walker) stateOf(r gate.ArgoResource) string {
+	switch {
+	case r.Kind == "DriverRollout" && w.o.Rollout != nil && w.o.Rollout.Name == r.Name:
+		for _, c := range w.o.Rollout.Status.Conditions {
+			if (c.Type == v1alpha1.ConditionStalled || c.Type == v1alpha1.ConditionCompletedWithFailures) && c.Status == metav1.ConditionTrue {
+				return c.Type + ": " + c.Message
+			}
+		}
+		return "phase " + or(string(w.o.Rollout.Status.Phase), "Pending")
+	case r.Kind == "NVIDIADriver" && w.o.NVIDIADrivers[r.Name] != nil:
+		return operatorState(w.o.NVIDIADrivers[r.Name])
+	case r.Kind == "ClusterPolicy" && w.o.ClusterPolicy != nil:
+		return operatorState(w.o.ClusterPolicy)
+	}
+	return ""
+}
+
+// operatorState is a GPU Operator object's state and what its conditions
+// say of it.
+func operatorState(u *unstructured.Unstructured) string {
+	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+	return "state " + or(state, "unset") + stateDetail(stateCondition(u))
+}
+
 // firstUnhealthy is the resource of the lowest sync wave whose health is
-// not Healthy: Degraded before Progressing.
+// not Healthy, Degraded before Progressing; where Argo CD keeps resource
+// health out of status.resources (its default), the first resource its
+// health message names.
 func firstUnhealthy(a *gate.Application) (gate.ArgoResource, bool) {
 	var best gate.ArgoResource
 	found := false
@@ -206,6 +240,9 @@ func firstUnhealthy(a *gate.Application) (gate.ArgoResource, bool) {
 		if !found || rank(r) < rank(best) || rank(r) == rank(best) && r.Wave < best.Wave {
 			best, found = r, true
 		}
+	}
+	if !found && len(a.HealthCauses) > 0 {
+		return a.HealthCauses[0], true
 	}
 	return best, found
 }

@@ -4,8 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/argotest"
 )
@@ -18,8 +20,10 @@ func TestWalkArgoCD(t *testing.T) {
 	e := gate.Expect(f, "stg", rev)
 	other := "fedcba9876543210fedcba9876543210fedcba98"
 	tests := []struct {
-		name    string
-		app     *unstructured.Unstructured
+		name string
+		app  *unstructured.Unstructured
+		// stalled: the DriverRollout is Stalled.
+		stalled bool
 		verdict Verdict
 		step    Step
 		msg     string
@@ -33,12 +37,24 @@ func TestWalkArgoCD(t *testing.T) {
 			next: "kubectl -n argocd annotate application gpu-stack argocd.argoproj.io/refresh=normal --overwrite",
 		},
 		{
-			name: "a health check fails on the DriverRollout",
+			name: "a health check fails on the DriverRollout, its health in status.resources",
 			app: argotest.Application("gpu-stack", rev, argotest.Health("Degraded", ""),
 				argotest.Resource("apps", "Deployment", "gpu-operator", "gpu-operator", "Synced", "Healthy", "", 0),
 				argotest.Resource("gpufleet.io", "DriverRollout", "", e.Rollout, "Synced", "Degraded", "Stalled: the canary node h100-0 failed", 2)),
 			verdict: Broken, step: StepHealthCheck,
 			msg:  "health Degraded: DriverRollout/r2 is Degraded: Stalled: the canary node h100-0 failed",
+			next: "kubectl describe driverrollout.gpufleet.io r2",
+		},
+		{
+			// Argo CD's default: resource health is kept out of
+			// status.resources; the message names the cause, and explain
+			// says what the DriverRollout it read says.
+			name: "a health check fails on the DriverRollout, named by the health message",
+			app: argotest.Application("gpu-stack", rev, argotest.Health("Degraded", "Caused by gpufleet.io/DriverRollout:r2"),
+				argotest.Resource("gpufleet.io", "DriverRollout", "", e.Rollout, "Synced", "", "", 2)),
+			stalled: true,
+			verdict: Broken, step: StepHealthCheck,
+			msg:  "health Degraded: DriverRollout/r2 is Degraded: Stalled: 1 node failed, more than the failure budget of 0",
 			next: "kubectl describe driverrollout.gpufleet.io r2",
 		},
 		{
@@ -70,6 +86,9 @@ func TestWalkArgoCD(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := convergedOn(e)
+			if tt.stalled {
+				o.Rollout.Status.Conditions = append(o.Rollout.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "BudgetExhausted", Message: "1 node failed, more than the failure budget of 0"})
+			}
 			if tt.app == nil {
 				o.Applications["gpufleet"] = nil
 			} else {

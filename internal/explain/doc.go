@@ -4,7 +4,9 @@
 // Kustomization of the cluster (operators, config, lifecycle, then the
 // serving stack) applied, its dependsOn met, its health checks passing
 // within a timeout no shorter than the service's declared start-up, not
-// suspended; the operators' HelmReleases (or, with pre-rendered charts,
+// suspended (on a cluster on Argo CD, instead: its Applications synced by
+// themselves, no sync running or failing, Synced at the revision and
+// Healthy, argocd.go); the operators' HelmReleases (or, with pre-rendered charts,
 // their Deployments); the ClusterPolicy and the NVIDIADrivers; the driver
 // DaemonSets and their pods; the DriverRollout and each node's phase. The
 // answer names the first broken link with the object, its condition

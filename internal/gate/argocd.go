@@ -34,6 +34,11 @@ type Application struct {
 	// Health and HealthMessage are status.health: the worst health of the
 	// Application's resources, and which.
 	Health, HealthMessage string
+	// HealthCauses are the resources HealthMessage names ("Caused by
+	// group/Kind:namespace/name, …", at most three), each with the
+	// Application's health: Argo CD keeps each resource's own health out of
+	// status.resources unless told to persist it.
+	HealthCauses []ArgoResource
 	// Operation is status.operationState: the last (or current) sync.
 	Operation *ArgoOperation
 	// Conditions are status.conditions: ComparisonError, SyncError,
@@ -92,6 +97,7 @@ func ReadApplication(u *unstructured.Unstructured) *Application {
 	a.Revision, _, _ = unstructured.NestedString(u.Object, "status", "sync", "revision")
 	a.Health, _, _ = unstructured.NestedString(u.Object, "status", "health", "status")
 	a.HealthMessage, _, _ = unstructured.NestedString(u.Object, "status", "health", "message")
+	a.HealthCauses = healthCauses(a.HealthMessage, a.Health)
 	if op, ok, _ := unstructured.NestedMap(u.Object, "status", "operationState"); ok {
 		o := &ArgoOperation{}
 		o.Phase, _, _ = unstructured.NestedString(op, "phase")
@@ -128,6 +134,33 @@ func ReadApplication(u *unstructured.Unstructured) *Application {
 		}
 	}
 	return a
+}
+
+// healthCauses reads the resources Argo CD names in an Application's
+// health message: "Caused by apps/Deployment:gpu-operator/gpu-operator,
+// gpufleet.io/DriverRollout:r2 and 2 more".
+func healthCauses(msg, health string) []ArgoResource {
+	rest, ok := strings.CutPrefix(msg, "Caused by ")
+	if !ok {
+		return nil
+	}
+	rest, _, _ = strings.Cut(rest, " and ")
+	var out []ArgoResource
+	for _, part := range strings.Split(rest, ", ") {
+		gk, name, ok := strings.Cut(part, ":")
+		if !ok {
+			continue
+		}
+		r := ArgoResource{Kind: gk, Name: name, Health: health}
+		if g, k, ok := strings.Cut(gk, "/"); ok {
+			r.Group, r.Kind = g, k
+		}
+		if ns, n, ok := strings.Cut(name, "/"); ok {
+			r.Namespace, r.Name = ns, n
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // argoResource reads one entry of status.resources or of a sync result's

@@ -1,6 +1,6 @@
 // Package gate checks that the live clusters of a wave converged on what the
-// fleet file says they should run, before a promotion moves on: Flux applied
-// the expected revision, the operators run the expected chart versions, the
+// fleet file says they should run, before a promotion moves on: Flux (or,
+// on a cluster on Argo CD, Argo CD: argocd.go) applied the expected revision, the operators run the expected chart versions, the
 // GPU Operator and every NVIDIADriver are ready, every GPU node reports the
 // release's driver with no XID/ECC signal, and the cluster's DriverRollout
 // completed within its failure budget.

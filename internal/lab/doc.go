@@ -15,6 +15,11 @@
 // [World.WaitRollout] and [World.WaitDrivers] wait for Flux, the
 // controller and the nodes.
 //
+// A cluster the fleet file puts on Argo CD runs the real Argo CD instead of
+// Flux, bootstrapped by a step of the story ([Play.Bootstrap]), and the
+// waits ask Argo CD ([Play.WaitApplied]); [ArgoCDStory] plays a release's
+// life with staging on Argo CD and prod on Flux.
+//
 // [Demo] plays the story of [StoryFleet] on two clusters, staging and prod:
 // the library calls behind the commands (render, start, approve, promote,
 // gate, abort), each a real git commit pushed to the git server and

@@ -10,13 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// Dump describes cluster's Flux Kustomizations, DriverRollouts, nodes (with
+// Dump describes cluster's Flux Kustomizations or Argo CD Applications, DriverRollouts, nodes (with
 // gpufleet's labels and the GPU Operator's upgrade labels) and the
 // controller's Events, for a failed run's log.
 func (w *World) Dump(cluster string) string {
@@ -31,6 +34,29 @@ func (w *World) Dump(cluster string) string {
 				fmt.Fprintf(&b, " Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 			}
 			b.WriteString("\n")
+		}
+	}
+	for _, name := range render.ArgoCDApps() {
+		if !w.ArgoCD(cluster) {
+			break
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gate.KindApplication.GVK)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.ArgoCDNamespace, Name: name}, u); err != nil {
+			fmt.Fprintf(&b, "Application %s: %v\n", name, err)
+			continue
+		}
+		a := gate.ReadApplication(u)
+		fmt.Fprintf(&b, "Application %s: %s at %s, %s %s", name, a.Sync, a.Revision, a.Health, a.HealthMessage)
+		if a.Operation != nil {
+			fmt.Fprintf(&b, "; last sync %s (retries %d): %s", a.Operation.Phase, a.Operation.RetryCount, a.Operation.Message)
+		}
+		b.WriteString("\n")
+		for _, r := range a.Resources {
+			fmt.Fprintf(&b, "  %s: %s %s %s\n", r.Ref(), r.Sync, r.Health, r.Message)
+		}
+		for _, cond := range a.Conditions {
+			fmt.Fprintf(&b, "  %s\n", cond)
 		}
 	}
 	var ros v1alpha1.DriverRolloutList

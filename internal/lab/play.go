@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/cli"
+	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // T is where a step reports what it saw and what failed: the methods of
@@ -107,9 +108,17 @@ func (w *Play) Push() string {
 
 // WaitApplied waits until cluster's Kustomizations steps (operators,
 // config and lifecycle when none are named) are Ready at revision, each
-// within two minutes.
+// within two minutes. On a cluster on Argo CD, whose steps are the sync
+// waves of one Application, it waits until Argo CD has synced that
+// Application (gpu-stack) to revision, whatever the steps.
 func (w *Play) WaitApplied(cluster, revision string, steps ...string) {
 	w.T.Helper()
+	if w.ArgoCD(cluster) {
+		if err := w.Testbed.Cluster(cluster).WaitSynced(w.Context(), render.ArgoCDStackApp, revision, false, applyTimeout); err != nil {
+			w.T.Fatal(err)
+		}
+		return
+	}
 	if len(steps) == 0 {
 		steps = []string{"operators", "config", "lifecycle"}
 	}

@@ -50,7 +50,7 @@ func FleetStory(stack bool) []Step {
 	s.drift()
 	s.goodRelease()
 	s.revert()
-	s.promotion()
+	s.promotion(true)
 	s.drill()
 	s.controllerUpgrade()
 	s.overTheStory()
@@ -82,6 +82,13 @@ func (s *fleetStory) check(name string, run func(w *Play)) {
 // order in both clusters, the real GPU Operator reports ready by itself, and
 // both clusters run the stable release.
 func (s *fleetStory) firstSync() {
+	s.fluxFirstSync()
+	s.firstSyncChecks()
+}
+
+// fluxFirstSync is render and the first sync on Flux: the three steps
+// applied in order in both clusters.
+func (s *fleetStory) fluxFirstSync() {
 	s.step("render writes every cluster's Flux folder", func(w *Play) {
 		if _, code := w.Gpufleet("render", "-f", w.FleetFile); code != 0 {
 			w.T.Fatalf("render exit %d", code)
@@ -152,6 +159,13 @@ func (s *fleetStory) firstSync() {
 			}
 		})
 	}
+}
+
+// firstSyncChecks are what holds after the first sync, whatever the
+// engine: the pushed tree up to date, the real GPU Operator ready by
+// itself, the driver pods where the NVIDIADrivers say, and both clusters
+// on the stable release, which the gate passes.
+func (s *fleetStory) firstSyncChecks() {
 	s.check("render --check: the pushed repository is up to date", func(w *Play) {
 		if _, code := w.Gpufleet("render", "--check", "-f", w.FleetFile); code != 0 {
 			w.T.Errorf("render --check exit %d", code)
@@ -337,9 +351,9 @@ func (s *fleetStory) revert() {
 	})
 }
 
-// promotion takes r2026-10 through the approval to prod, where one node's
-// kubelet stops during the rollout, and on to stable.
-func (s *fleetStory) promotion() {
+// promotion takes r2026-10 through the approval to prod, where, with
+// outage, one node's kubelet stops during the rollout, and on to stable.
+func (s *fleetStory) promotion(outage bool) {
 	approval := ReleaseGood + "/" + WaveProduction
 	s.check("status prints the approval the flow waits for", func(w *Play) {
 		out, code := w.Gpufleet("status", "-f", w.FleetFile)
@@ -379,21 +393,23 @@ func (s *fleetStory) promotion() {
 		}
 	})
 	downNode := PoolName + "-2"
-	s.step("prod: a node whose kubelet stops is marked NotReady and tainted by the real node lifecycle controller", func(w *Play) {
-		if err := w.Sims[Prod].SetNotReady(w.Context(), downNode); err != nil {
-			w.T.Fatal(err)
-		}
-		t0 := time.Now()
-		w.Eventually(time.Minute, downNode+" NotReady and tainted unreachable", func() (bool, string) {
-			n := &corev1.Node{}
-			if err := w.Client(Prod).Get(w.Context(), client.ObjectKey{Name: downNode}, n); err != nil {
-				return false, err.Error()
+	if outage {
+		s.step("prod: a node whose kubelet stops is marked NotReady and tainted by the real node lifecycle controller", func(w *Play) {
+			if err := w.Sims[Prod].SetNotReady(w.Context(), downNode); err != nil {
+				w.T.Fatal(err)
 			}
-			tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
-			return !planner.NodeReady(n) && tainted, fmt.Sprintf("ready %t taints %v", planner.NodeReady(n), n.Spec.Taints)
+			t0 := time.Now()
+			w.Eventually(time.Minute, downNode+" NotReady and tainted unreachable", func() (bool, string) {
+				n := &corev1.Node{}
+				if err := w.Client(Prod).Get(w.Context(), client.ObjectKey{Name: downNode}, n); err != nil {
+					return false, err.Error()
+				}
+				tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
+				return !planner.NodeReady(n) && tainted, fmt.Sprintf("ready %t taints %v", planner.NodeReady(n), n.Spec.Taints)
+			})
+			w.Note("%s NotReady and tainted %s after its heartbeats stopped", downNode, Since(t0))
 		})
-		w.Note("%s NotReady and tainted %s after its heartbeats stopped", downNode, Since(t0))
-	})
+	}
 	s.step("promote: the gate passes and prod gets r2026-10", func(w *Play) {
 		if _, code := w.Mutate("promote"); code != 0 {
 			w.T.Fatalf("promote exit %d", code)
@@ -404,38 +420,40 @@ func (s *fleetStory) promotion() {
 		s.rev = w.Push()
 		w.WaitApplied(Prod, s.rev, "operators", "config")
 	})
-	s.step("prod: the rollout upgrades every node but the NotReady one, which it counts as unavailable and does not start", func(w *Play) {
-		w.Eventually(3*time.Minute, "every other prod node Done", func() (bool, string) {
+	if outage {
+		s.step("prod: the rollout upgrades every node but the NotReady one, which it counts as unavailable and does not start", func(w *Play) {
+			w.Eventually(3*time.Minute, "every other prod node Done", func() (bool, string) {
+				dr := w.Rollout(Prod, ReleaseGood)
+				if dr == nil {
+					return false, "no DriverRollout"
+				}
+				return dr.Status.Nodes.Done == PoolNodes-1, fmt.Sprintf("%+v", dr.Status.Nodes)
+			})
+			// Long enough for the planner to have started the node had it wanted to.
+			time.Sleep(5 * time.Second)
 			dr := w.Rollout(Prod, ReleaseGood)
-			if dr == nil {
-				return false, "no DriverRollout"
+			if dr.Status.Phase == v1alpha1.PhaseCompleted {
+				w.T.Errorf("the rollout completed with %s NotReady", downNode)
 			}
-			return dr.Status.Nodes.Done == PoolNodes-1, fmt.Sprintf("%+v", dr.Status.Nodes)
+			seen := w.Recorders[Prod].Seen()
+			for _, rp := range seen.NotReady[downNode] {
+				// What an earlier rollout left (Done, in r2026-06) is not this one's doing.
+				if rollout, phase, _ := strings.Cut(rp, "/"); rollout == ReleaseGood && phase != string(v1alpha1.NodePending) {
+					w.T.Errorf("%s was %s in %s while NotReady", downNode, phase, rollout)
+				}
+			}
+			w.Note("%s while NotReady: %v", downNode, seen.NotReady[downNode])
+			if seen.MaxUnavailable > 2 {
+				w.T.Errorf("%d nodes were out of service at once, more than max-unavailable 2", seen.MaxUnavailable)
+			}
+			if c := apimeta.FindStatusCondition(dr.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+				w.T.Logf("while %s is NotReady: phase %s, %s: %s (most nodes out at once: %d)", downNode, dr.Status.Phase, c.Reason, c.Message, seen.MaxUnavailable)
+			}
+			if err := w.Sims[Prod].SetReady(w.Context(), downNode); err != nil {
+				w.T.Fatal(err)
+			}
 		})
-		// Long enough for the planner to have started the node had it wanted to.
-		time.Sleep(5 * time.Second)
-		dr := w.Rollout(Prod, ReleaseGood)
-		if dr.Status.Phase == v1alpha1.PhaseCompleted {
-			w.T.Errorf("the rollout completed with %s NotReady", downNode)
-		}
-		seen := w.Recorders[Prod].Seen()
-		for _, rp := range seen.NotReady[downNode] {
-			// What an earlier rollout left (Done, in r2026-06) is not this one's doing.
-			if rollout, phase, _ := strings.Cut(rp, "/"); rollout == ReleaseGood && phase != string(v1alpha1.NodePending) {
-				w.T.Errorf("%s was %s in %s while NotReady", downNode, phase, rollout)
-			}
-		}
-		w.Note("%s while NotReady: %v", downNode, seen.NotReady[downNode])
-		if seen.MaxUnavailable > 2 {
-			w.T.Errorf("%d nodes were out of service at once, more than max-unavailable 2", seen.MaxUnavailable)
-		}
-		if c := apimeta.FindStatusCondition(dr.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-			w.T.Logf("while %s is NotReady: phase %s, %s: %s (most nodes out at once: %d)", downNode, dr.Status.Phase, c.Reason, c.Message, seen.MaxUnavailable)
-		}
-		if err := w.Sims[Prod].SetReady(w.Context(), downNode); err != nil {
-			w.T.Fatal(err)
-		}
-	})
+	}
 	s.step("prod: the DriverRollout upgrades the prod nodes, canary first", func(w *Play) {
 		dr := w.WaitRollout(Prod, ReleaseGood, 3*time.Minute, v1alpha1.PhaseCompleted)
 		w.AssertDrivers(Prod, DriverGood)
@@ -485,7 +503,9 @@ func (s *fleetStory) promotion() {
 
 // drill is the drill release: its canary fails at staging, the gate and
 // promote refuse it, and abort returns staging to the stable release.
-func (s *fleetStory) drill() {
+// stalled adds checks of what the cluster says while the drill is
+// stalled, before it is approved into prod and aborted.
+func (s *fleetStory) drill(stalled ...func()) {
 	s.step("start the drill release", func(w *Play) {
 		if _, code := w.Mutate("start", ReleaseDrill); code != 0 {
 			w.T.Fatalf("start exit %d", code)
@@ -526,6 +546,9 @@ func (s *fleetStory) drill() {
 			w.T.Errorf("gate exit %d, want 1", code)
 		}
 	})
+	for _, add := range stalled {
+		add()
+	}
 	drillApproval := ReleaseDrill + "/" + WaveProduction
 	s.step("approve the drill into prod (the gate must still stop it)", func(w *Play) {
 		if _, code := w.Mutate("approve", drillApproval); code != 0 {

@@ -12,13 +12,9 @@ import (
 	"github.com/gpufleet/gpufleet/config"
 )
 
-// controllerUpgrade ends the drill's abort and rolls out a new
-// gpufleet-controller the way a new operator version goes: the release
-// that carries it alone (ReleaseController), staging first, the gate
-// checking the new Deployment before production gets it, the approval of
-// production, then stable. Each cluster's controller process is the one
-// the applied Deployment says; a new pod template replaces it.
-func (s *fleetStory) controllerUpgrade() {
+// endAbort is promote after the drill's abort: the gate sees staging back
+// on the stable release, and the rollout ends.
+func (s *fleetStory) endAbort() {
 	s.step("promote ends the drill's abort once the gate sees staging back", func(w *Play) {
 		if _, code := w.Mutate("promote"); code != 0 {
 			w.T.Fatalf("promote exit %d", code)
@@ -28,6 +24,16 @@ func (s *fleetStory) controllerUpgrade() {
 			w.WaitApplied(c, s.rev)
 		}
 	})
+}
+
+// controllerUpgrade ends the drill's abort and rolls out a new
+// gpufleet-controller the way a new operator version goes: the release
+// that carries it alone (ReleaseController), staging first, the gate
+// checking the new Deployment before production gets it, the approval of
+// production, then stable. Each cluster's controller process is the one
+// the applied Deployment says; a new pod template replaces it.
+func (s *fleetStory) controllerUpgrade() {
+	s.endAbort()
 	s.check("every cluster runs the controller its Deployment names, from the operators step", func(w *Play) {
 		for _, c := range StoryClusters() {
 			w.waitController(c, ControllerStable)

@@ -34,6 +34,11 @@ import (
 // replaces it with the absolute path of ../shared/operators.
 const PlaceholderCharts = `"../shared/operators"`
 
+// PlaceholderRepository is the fleet repository a story's fleet file names
+// in [gitops] for its clusters on Argo CD; Start replaces it with the URL
+// of the repository on the testbed's git server.
+const PlaceholderRepository = `"http://lab.invalid/fleet.git"`
+
 // ErrNoOperatorCharts says the real GPU Operator charts are not in
 // ../shared/operators beside the repository.
 var ErrNoOperatorCharts = errors.New("the real GPU Operator charts are not in ../shared/operators beside the repository")
@@ -123,7 +128,10 @@ type World struct {
 	// fleet file names the controller's version (see [Options]).
 	Controllers map[string]*testbed.Controller
 
-	clusters      []string
+	clusters []string
+	// argo are the clusters on Argo CD, as the fleet file says: the
+	// testbed runs Argo CD instead of Flux for them.
+	argo          map[string]bool
 	poolNodes     int
 	controllerBin string
 	rootInterval  time.Duration
@@ -209,8 +217,9 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	// notification-controller, which also installs the image automation
 	// CRDs; without its programs the stack is left out.
 	stack := o.StackCRDs && bins.CheckFluxImage() == nil
+	argo := argoClusters(o.FleetTOML)
 	tb, err := testbed.Start(ctx, testbed.Options{
-		Clusters: o.Clusters, CRDDirs: crds,
+		Clusters: o.Clusters, CRDDirs: crds, ArgoCD: argo,
 		Flux: true, Notification: stack, Git: true, Kube: true, Kwok: true,
 		Dir: o.Dir, StartTimeout: 3 * time.Minute, AuditLog: o.AuditLog,
 	})
@@ -220,7 +229,11 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	bg, cancel := context.WithCancel(context.Background())
 	w = &World{Testbed: tb, Operators: operators, Sims: map[string]*nodesim.Sim{}, StackCRDs: stack,
 		Recorders: map[string]*Recorder{}, Controllers: map[string]*testbed.Controller{}, controllerBin: controllerBin, clusters: o.Clusters, poolNodes: o.Pool.Nodes, rootInterval: o.RootInterval,
-		bg: bg, cancel: cancel}
+		argo: map[string]bool{},
+		bg:   bg, cancel: cancel}
+	for _, c := range argo {
+		w.argo[c] = true
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, w.Stop())
@@ -307,8 +320,10 @@ func (w *World) startCluster(ctx context.Context, name string, o Options, report
 
 // startRepo creates the fleet repository (an empty repository on the git
 // server and a work tree with the real git in it, holding the fleet file)
-// and what "flux bootstrap" would create in each cluster: the source and
-// the root Kustomization applying clusters/<name>.
+// and what "flux bootstrap" would create in each cluster on Flux: the
+// source and the root Kustomization applying clusters/<name>. A cluster on
+// Argo CD is bootstrapped by a step of the story, once the folder is
+// pushed ([Play.Bootstrap]), as a person would.
 func (w *World) startRepo(ctx context.Context, o Options) error {
 	tb := w.Testbed
 	w.Dir = filepath.Join(tb.Dir, "fleet")
@@ -317,6 +332,7 @@ func (w *World) startRepo(ctx context.Context, o Options) error {
 		return err
 	}
 	src := bytes.Replace(o.FleetTOML, []byte(PlaceholderCharts), []byte(strconv.Quote(w.Operators)), 1)
+	src = bytes.Replace(src, []byte(PlaceholderRepository), []byte(strconv.Quote(repo.URL)), 1)
 	w.FleetFile = filepath.Join(w.Dir, "fleet.toml")
 	if err := os.WriteFile(w.FleetFile, src, 0o644); err != nil {
 		return err
@@ -327,6 +343,9 @@ func (w *World) startRepo(ctx context.Context, o Options) error {
 		}
 	}
 	for _, name := range o.Clusters {
+		if w.argo[name] {
+			continue
+		}
 		c := tb.Cluster(name)
 		if err := c.ApplySync(ctx, testbed.Sync{Name: "flux-system", URL: repo.URL, Path: "./clusters/" + name, Interval: o.SourceInterval}); err != nil {
 			return err
@@ -375,6 +394,20 @@ func (w *World) git(args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// ArgoCD says cluster is on Argo CD (and the testbed runs Argo CD, not
+// Flux, for it).
+func (w *World) ArgoCD(cluster string) bool { return w.argo[cluster] }
+
+// argoClusters are the clusters the fleet file puts on Argo CD; none for a
+// file that is no fleet yet.
+func argoClusters(src []byte) []string {
+	f, err := fleet.Parse("fleet.toml", src)
+	if err != nil {
+		return nil
+	}
+	return f.ArgoCDClusters()
 }
 
 // controllerInFleet reports whether the fleet file names gpufleet-

@@ -20,7 +20,7 @@ const plaintextFix = "encrypt it with SOPS (`gpufleet secret encrypt`), and dele
 // with it (a key added after encryption, or an encrypted_regex that misses
 // it).
 func plaintextSecret(d *doc) []Finding {
-	if d.kind != "Secret" || d.apiVersion != "v1" {
+	if d.kind != "Secret" || d.apiVersion != "v1" || argoRepositoryWithoutCredentials(d) {
 		return nil
 	}
 	encrypted := lookup(d.node, "sops") != nil
@@ -49,6 +49,36 @@ func plaintextSecret(d *doc) []Finding {
 		}
 	}
 	return out
+}
+
+// argoRepositoryKeys are the keys of an Argo CD repository Secret that
+// hold no credential: where the repository is and how to reach it.
+var argoRepositoryKeys = map[string]bool{
+	"url": true, "type": true, "name": true, "project": true, "insecure": true, "enableLfs": true,
+	"enableOCI": true, "proxy": true, "noProxy": true, "forceHttpBasicAuth": true, "depth": true,
+}
+
+// argoRepositoryWithoutCredentials says d is an Argo CD repository Secret
+// (label argocd.argoproj.io/secret-type: repository, as render writes for a
+// cluster on Argo CD) that names the repository and nothing secret: Argo CD
+// declares a repository only as a Secret, and its credentials are the keys
+// this does not list (password, sshPrivateKey, …), which stay out of Git.
+func argoRepositoryWithoutCredentials(d *doc) bool {
+	if scalar(d.node, "metadata", "labels", "argocd.argoproj.io/secret-type") != "repository" {
+		return false
+	}
+	for _, key := range []string{"data", "stringData"} {
+		v := lookup(d.node, key)
+		if v == nil || v.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			if !argoRepositoryKeys[v.Content[i].Value] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // secretGenerators reports the secretGenerator entries of the

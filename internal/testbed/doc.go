@@ -12,6 +12,9 @@
 // [Flux.ReceiverURL]; the other controllers send it their events). A
 // [Registry] is a real OCI registry in the test process for them to scan,
 // and [GitRepo.ReadBranch] reads back what image automation pushed.
+// [Options.ArgoCD] names the clusters that run the real Argo CD
+// (application-controller, repo-server and a redis) instead of Flux
+// ([Cluster.WaitSynced] waits for an Application).
 //
 // With [Options.Kube] each cluster also runs kube-controller-manager (the
 // controllers in [KubeControllers]) and kube-scheduler, and with

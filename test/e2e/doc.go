@@ -28,7 +28,10 @@
 // notification-controller, which the story's testbed runs. The Network Operator's chart is applied, but its
 // operator process is not run (kwok runs its pod as a placeholder).
 // flux bootstrap is replaced by creating the root GitRepository and
-// Kustomization. The setup and the steps are package lab's, shared with the
+// Kustomization. TestArgoCDStory runs staging on the real Argo CD
+// (application-controller, repo-server, redis) instead of Flux: it
+// applies the root Application `gpufleet bootstrap` prints, as a person
+// would, and Argo CD applies the rest. The setup and the steps are package lab's, shared with the
 // lab's demo (gpufleet-lab demo); world_test.go turns their errors into
 // t.Fatal.
 //
