@@ -267,9 +267,35 @@ link_into() {
 	done
 }
 
+# prefetch NAME PKGS [TOOLCHAIN] has the go command fetch, in the background,
+# every module the build of PKGS in wrapper NAME needs (go list -deps loads
+# exactly what go build would). Fetching is network-bound and building
+# CPU-bound: on a cold machine the builds after the first find their modules
+# in the module cache, rather than each waiting for its own downloads. A
+# failed prefetch costs nothing: the build fetches what is missing itself.
+prefetches=()
+prefetch() {
+	local name=$1 pkgs=$2 toolchain=${3:-} src=$cache_root/prefetch/$1
+	rm -rf "$src" && mkdir -p "$src"
+	cp "$repo_root/hack/testbin/$name"/*.go "$repo_root/hack/testbin/$name/go.mod" "$src/"
+	if [[ -f $repo_root/hack/testbin/$name/go.sum ]]; then
+		cp "$repo_root/hack/testbin/$name/go.sum" "$src/"
+	fi
+	# shellcheck disable=SC2086 # PKGS is a list on purpose
+	(cd "$src" && env ${toolchain:+GOTOOLCHAIN=$toolchain} GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+		nice "$go_bin" list -e -deps -f '' $pkgs >"$src.log" 2>&1) &
+	prefetches+=($!)
+}
+
 started=$SECONDS
 log "cache: $cache_root"
 log "destination: $dest"
+fresh kube "$kube_version" || prefetch kube "k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
+fresh gpu-operator "$gpu_operator_tag" || prefetch gpu-operator github.com/NVIDIA/gpu-operator/cmd/gpu-operator
+fresh kwok "$kwok_version" || prefetch kwok sigs.k8s.io/kwok/cmd/kwok
+fresh flux "$flux_version" || prefetch flux "github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller"
+fresh flux-image "$flux_image_version" || prefetch flux-image "github.com/fluxcd/image-reflector-controller github.com/fluxcd/image-automation-controller github.com/fluxcd/notification-controller"
+fresh argocd "$argocd_version" || prefetch argocd ". sigs.k8s.io/kustomize/kustomize/v5" "$argocd_toolchain"
 for item in "etcd $etcd_version build_etcd" \
 	"kube $kube_version build_kube" \
 	"gpu-operator $gpu_operator_tag build_gpu_operator" \
@@ -287,6 +313,10 @@ for item in "etcd $etcd_version build_etcd" \
 	fi
 	link_into "$cache_root/$name-$version"
 done
+if ((${#prefetches[@]} > 0)); then
+	wait "${prefetches[@]}" || true
+	rm -rf "$cache_root/prefetch"
+fi
 {
 	echo "etcd $etcd_version"
 	echo "kube-apiserver $kube_version"

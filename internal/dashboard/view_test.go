@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 )
 
@@ -184,6 +185,28 @@ func TestCardShowsAdoption(t *testing.T) {
 		}
 		if tt.not != "" && strings.Contains(buf.String(), tt.not) {
 			t.Errorf("the card says %q:\n%s", tt.not, buf.String())
+		}
+	}
+}
+
+// TestCardHeadsTheEngine: a cluster's card heads the GitOps engine's
+// checks with the engine the fleet file puts it on, and lists them there.
+func TestCardHeadsTheEngine(t *testing.T) {
+	p, err := newPageTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for engine, want := range map[string]string{fleet.EngineArgoCD: "<h4>Argo CD</h4>", fleet.EngineFlux: "<h4>Flux</h4>", "": "<h4>Flux</h4>"} {
+		v := &ClusterView{Name: "c", Reachable: true, Verdict: gate.Fail, Engine: engine,
+			Checks: []gate.Check{{Name: gate.ApplicationCheck("gpu-stack"), Status: gate.Fail, Observed: "OutOfSync"}}}
+		var buf bytes.Buffer
+		if err := p.cluster(&buf, v); err != nil {
+			t.Fatal(err)
+		}
+		card := buf.String()
+		heading := strings.Index(card, want)
+		if heading < 0 || !strings.Contains(card[heading:], "argocd/Application/gpu-stack: OutOfSync") {
+			t.Errorf("engine %q: the card lacks %q over the Application's check:\n%s", engine, want, card)
 		}
 	}
 }

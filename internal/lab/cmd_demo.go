@@ -13,13 +13,13 @@ import (
 // demoOptions are the flags of "gpufleet-lab demo".
 type demoOptions struct {
 	root, dir, report string
-	keep              bool
+	keep, argocd      bool
 }
 
 func newDemoCommand(out io.Writer) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
-		Use:   "demo [--keep] [--report FILE] [--dir DIR]",
+		Use:   "demo [--argocd] [--keep] [--report FILE] [--dir DIR]",
 		Short: "Play a release's whole story on a local testbed of two clusters",
 		Long: `demo starts a local testbed — two clusters (stg and prod), each with its own
 kube-apiserver, etcd, kube-controller-manager and kube-scheduler, Flux
@@ -30,6 +30,9 @@ first sync, a release started, gated, approved and promoted to prod, drift
 repaired by Flux, and a drill release that fails at the staging canary node,
 is refused by the gate and is aborted. It ends with a summary and an HTML
 report (--report) of the waves, clusters, steps and each node's phases over time.
+With --argocd staging runs the real Argo CD (application-controller, repo-server
+and a redis) instead of Flux, bootstrapped with what gpufleet bootstrap prints,
+and prod stays on Flux: the story with sync waves and self-heal.
 
 Needs the programs of "make testbin" and ../shared/operators; run it from the
 repository root (or give --root). --keep leaves the testbed running and prints
@@ -40,6 +43,7 @@ its kubeconfig; Ctrl-C stops everything.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "leave the testbed running after the story, until Ctrl-C")
+	cmd.Flags().BoolVar(&o.argocd, "argocd", false, "staging on Argo CD (needs redis-server on PATH), prod on Flux")
 	cmd.Flags().StringVar(&o.dir, "dir", "", "folder for the testbed (kubeconfig, logs, fleet repository); temporary when empty")
 	cmd.Flags().StringVar(&o.root, "root", ".", "the gpufleet repository root (CRDs; ../shared/operators beside it)")
 	cmd.Flags().StringVar(&o.report, "report", "gpufleet-demo.html", "where to write the HTML report (waves, clusters, nodes and their phases over time); empty for none")
@@ -49,7 +53,7 @@ its kubeconfig; Ctrl-C stops everything.`,
 // run plays the story: exit 3 when the testbed could not start, 1 when a
 // step failed, 0 when it was played or interrupted.
 func (o *demoOptions) run(ctx context.Context, out io.Writer) error {
-	sum, err := Demo(ctx, DemoOptions{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep, Report: o.report})
+	sum, err := Demo(ctx, DemoOptions{Out: out, Root: o.root, Dir: o.dir, Keep: o.keep, Report: o.report, ArgoCD: o.argocd})
 	switch {
 	case sum == nil && err != nil:
 		return withCode(cli.ExitUnknown, err)

@@ -31,6 +31,8 @@ type DemoOptions struct {
 	// Report, when set, is where the HTML report is written: waves,
 	// clusters, every step, and each cluster's nodes and phases over time.
 	Report string
+	// ArgoCD plays [ArgoCDStory]: staging on Argo CD, prod on Flux.
+	ArgoCD bool
 }
 
 // StepResult is one step of the story and how it went.
@@ -83,7 +85,10 @@ func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	began := time.Now()
 	sum := &Summary{}
 	fmt.Fprintf(o.Out, "gpufleet-lab demo: starting two clusters (%s, %s), Flux, a git server and %d simulated GPU nodes per cluster...\n", Staging, Prod, PoolNodes)
-	so := StoryOptions()
+	so, story := StoryOptions(), FleetStory(false)
+	if o.ArgoCD {
+		so, story = ArgoCDStoryOptions(), ArgoCDStory()
+	}
 	so.Root, so.Dir, so.GitUser = o.Root, o.Dir, "demo"
 	so.OnError = func(err error) { fmt.Fprintf(o.Out, "  ! %v\n", err) }
 	w, err := Start(ctx, so)
@@ -105,7 +110,7 @@ func Demo(ctx context.Context, o DemoOptions) (*Summary, error) {
 	defer logFile.Close()
 	fmt.Fprintf(o.Out, "testbed up in %s (kubeconfig %s; each step's log in %s)\n\n", time.Since(began).Round(100*time.Millisecond), w.Testbed.Kubeconfig, logPath)
 
-	playSteps(ctx, w, FleetStory(false), o.Out, logFile, sum)
+	playSteps(ctx, w, story, o.Out, logFile, sum)
 	sum.Took = time.Since(began)
 	printSummary(o.Out, sum)
 	if o.Report != "" {

@@ -299,5 +299,21 @@ func (s *fleetStory) argoSameGate() {
 			w.T.Errorf("the checks differ:\n%s %v\n%s %v", Staging, names[Staging], Prod, names[Prod])
 		}
 		w.Note("gate exit %d: %d checks on each; the engine's own: %s %v, %s %v", code, len(names[Staging]), Staging, engine[Staging], Prod, engine[Prod])
+		status, code := w.Gpufleet("status", "--live", "-f", w.FleetFile, "--kubeconfig", w.Testbed.Kubeconfig)
+		for wave, c := range map[string]string{WaveStaging: Staging, WaveProduction: Prod} {
+			if line := lineOf(status, wave+" "); code != 0 || !strings.Contains(line, " "+c+" ") || !strings.HasSuffix(strings.TrimSpace(line), "pass") {
+				w.T.Errorf("status --live (exit %d) says of %s: %q", code, c, line)
+			}
+		}
 	})
+}
+
+// lineOf is the first line of text that starts with prefix.
+func lineOf(text, prefix string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+			return l
+		}
+	}
+	return ""
 }
