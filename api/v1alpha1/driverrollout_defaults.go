@@ -47,6 +47,9 @@ const (
 	// DefaultActuator is spec.actuator unset: gpufleet moves the nodes
 	// itself, the one path with per-node rollback.
 	DefaultActuator = ActuatorGPUFleet
+	// DefaultEvictMode is spec.evict.mode unset: a drain evicts only the
+	// pods that hold a GPU, the ones the driver swap needs gone.
+	DefaultEvictMode = EvictGPUPods
 	// MaxStepDuration bounds the soak and every timeout (the CRD's rules
 	// say 168h): a week.
 	MaxStepDuration = 168 * time.Hour

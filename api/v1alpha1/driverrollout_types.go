@@ -147,6 +147,12 @@ type DriverRolloutSpec struct {
 	// +optional
 	Timeouts StepTimeouts `json:"timeouts,omitzero"`
 
+	// Evict says which of a node's pods its drain evicts. The node is
+	// cordoned either way, so nothing new lands on it while its driver is
+	// swapped.
+	// +optional
+	Evict EvictSpec `json:"evict,omitzero"`
+
 	// Health names the signals that fail a node during its soak.
 	// +optional
 	Health HealthSources `json:"health,omitzero"`
@@ -306,6 +312,53 @@ type StepTimeouts struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
 	Validate metav1.Duration `json:"validate,omitzero"`
 }
+
+// EvictMode is which pods a drain evicts.
+//
+// +kubebuilder:validation:Enum=GPUPods;All
+type EvictMode string
+
+// Evict modes.
+const (
+	// EvictGPUPods evicts only the pods that hold a GPU (see
+	// EvictSpec.GPUPodSelector): the driver cannot be unloaded while a
+	// process holds a GPU, and nothing else stands in the swap's way, so
+	// a node's CPU-only pods (monitoring, log shippers, services without a
+	// GPU) keep running on the cordoned node. The GPU Operator's own
+	// upgrade controller deletes GPU pods the same way (gpuPodDeletion) and
+	// leaves its full drain off by default.
+	EvictGPUPods EvictMode = "GPUPods"
+	// EvictAll evicts every pod but DaemonSet and mirror pods, as kubectl
+	// drain does.
+	EvictAll EvictMode = "All"
+)
+
+// EvictSpec says which pods a node's drain evicts. PodDisruptionBudgets
+// are honoured in either mode (the Eviction API), and DaemonSet and mirror
+// pods always stay.
+type EvictSpec struct {
+	// Mode is GPUPods or All. Unset, it is DefaultEvictMode.
+	// +kubebuilder:default=GPUPods
+	// +optional
+	Mode EvictMode `json:"mode,omitempty"`
+
+	// GPUPodSelector makes GPU pods of the pods it matches, besides those
+	// that request a GPU (ResourceGPU, a MIG device: ResourceMIGPrefix) or
+	// claim a device through dynamic resource allocation: pods that use a
+	// GPU without saying so to the scheduler (a hostPath to /dev/nvidia*, a
+	// privileged container). It has no use with Mode All.
+	// +optional
+	GPUPodSelector *metav1.LabelSelector `json:"gpuPodSelector,omitempty"`
+}
+
+// The extended resources by which a pod asks the scheduler for a GPU: the
+// device plugin's whole GPUs (and, where GPU sharing renames them,
+// ResourceGPU followed by a suffix such as ".shared") and MIG devices
+// ("nvidia.com/mig-1g.10gb").
+const (
+	ResourceGPU       = "nvidia.com/gpu"
+	ResourceMIGPrefix = "nvidia.com/mig-"
+)
 
 // HealthSources name the signals that fail a node during its soak.
 type HealthSources struct {

@@ -444,7 +444,10 @@ func (a *benchAgent) createNode(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	return a.c.Create(ctx, benchPod(name+"-serve", benchWorkloadNS, name, map[string]string{"app": "serve"}, "ReplicaSet", "serve", "serving:v1"))
+	// The serving replica holds a GPU: the drain evicts it.
+	serve := benchPod(name+"-serve", benchWorkloadNS, name, map[string]string{"app": "serve"}, "ReplicaSet", "serve", "serving:v1")
+	serve.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.ResourceGPU: resource1}
+	return a.c.Create(ctx, serve)
 }
 
 // createBareNode creates a GPU node of the pool, Ready, without pods.

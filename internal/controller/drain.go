@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // drainResult is what one drain pass over a node did.
@@ -26,9 +28,10 @@ type drainResult struct {
 }
 
 // drain asks the Eviction API (policy/v1) to evict every pod that blocks
-// the node's drain, so PodDisruptionBudgets are honoured. DaemonSet pods
-// (the driver among them) and mirror pods stay. Pods already terminating
-// are waited for, not evicted again.
+// the node's drain (the GPU pods, or every pod, as the rollout's
+// spec.evict says: podsToDrain), so PodDisruptionBudgets are honoured.
+// DaemonSet pods (the driver among them) and mirror pods stay. Pods
+// already terminating are waited for, not evicted again.
 //
 // The pods are those observe read for this pass (obs.evict); a node that
 // started draining in this pass has its pods read now. A node whose pods
@@ -39,7 +42,7 @@ func (r *Reconciler) drain(ctx context.Context, node string, obs *observation) (
 		var read bool
 		var left int
 		var err error
-		if pods, left, read, err = r.drainPods(ctx, node, r.now()); err != nil {
+		if pods, left, read, err = r.drainPods(ctx, obs.snap.Rollout, node, r.now()); err != nil {
 			return drainResult{}, err
 		}
 		if !read {
@@ -84,7 +87,7 @@ func (r *Reconciler) drain(ctx context.Context, node string, obs *observation) (
 // whether they were read now, and left is what the last read found.
 // Without the watch on every pod, DrainRetry is also how soon a drain that
 // finished is seen.
-func (r *Reconciler) drainPods(ctx context.Context, node string, now time.Time) (pods []corev1.Pod, left int, read bool, err error) {
+func (r *Reconciler) drainPods(ctx context.Context, ro *v1alpha1.DriverRollout, node string, now time.Time) (pods []corev1.Pod, left int, read bool, err error) {
 	every := durationOr(r.DrainRetry, 5*time.Second)
 	if left, recent := r.drainReads.recent(node, now, every); recent {
 		return nil, left, false, nil
@@ -97,7 +100,7 @@ func (r *Reconciler) drainPods(ctx context.Context, node string, now time.Time) 
 	if err := r.apiReader().List(ctx, &list, client.MatchingFields{indexPodNode: node}, anyVersion); err != nil {
 		return nil, 0, false, fmt.Errorf("list pods on node %s: %w", node, err)
 	}
-	pods = podsToDrain(list.Items)
+	pods = podsToDrain(list.Items, &ro.Spec)
 	r.drainReads.record(node, len(pods), now, every)
 	return pods, len(pods), true, nil
 }
@@ -109,7 +112,7 @@ const drainReadConcurrency = 8
 
 // readDrains reads, a few at a time, the pods of the draining nodes due a
 // read (see drainPods), and returns those read by node.
-func (r *Reconciler) readDrains(ctx context.Context, nodes []string, now time.Time) (map[string][]corev1.Pod, error) {
+func (r *Reconciler) readDrains(ctx context.Context, ro *v1alpha1.DriverRollout, nodes []string, now time.Time) (map[string][]corev1.Pod, error) {
 	read := make(map[string][]corev1.Pod, len(nodes))
 	var mu sync.Mutex
 	var errs []error
@@ -119,7 +122,7 @@ func (r *Reconciler) readDrains(ctx context.Context, nodes []string, now time.Ti
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			pods, _, ok, err := r.drainPods(ctx, node, now)
+			pods, _, ok, err := r.drainPods(ctx, ro, node, now)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

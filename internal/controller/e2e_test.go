@@ -398,7 +398,10 @@ func slowPod(t *testing.T, ns, name, node string, grace int64, labels map[string
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+			// It holds a GPU, so the drain evicts it (spec.evict.mode
+			// GPUPods, the default).
+			Containers: []corev1.Container{{Name: "app", Image: "app:1",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{v1alpha1.ResourceGPU: resource1}}}}},
 	}
 	if grace > 0 {
 		p.Finalizers = []string{slowStop}
@@ -536,6 +539,59 @@ func TestPDBAndDrainTimeout(t *testing.T) {
 	n := getNode(t, nodes[0])
 	if n.Spec.Unschedulable || n.Labels[v1alpha1.LabelDriver] != oldDriver {
 		t.Errorf("node after drain timeout: unschedulable %t driver %s", n.Spec.Unschedulable, n.Labels[v1alpha1.LabelDriver])
+	}
+}
+
+// TestDrainEvictsWhatTheSwapNeeds: by default a drain evicts the pods that
+// hold a GPU and leaves the node's other pods running on the cordoned node;
+// with spec.evict.mode All it evicts them too. The recorder of evictions is
+// the API server itself: a pod the drain left is still there, never
+// deleted, after the node's driver was swapped.
+func TestDrainEvictsWhatTheSwapNeeds(t *testing.T) {
+	env(t)
+	ctx := context.Background()
+	startController(t, RealClock{}, nil)
+	for _, tt := range []struct {
+		name string
+		mode v1alpha1.EvictMode
+		left []string
+	}{
+		{"gpu-pods", "", []string{"monitoring"}},
+		{"all", v1alpha1.EvictAll, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := "evict-" + tt.name
+			nodes, _ := pool(t, ns, 1, oldDriver)
+			ensureNamespace(t, ns)
+			slowPod(t, ns, "trainer", nodes[0], 0, nil)
+			cpu := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "monitoring", Namespace: ns},
+				Spec:       corev1.PodSpec{NodeName: nodes[0], Containers: []corev1.Container{{Name: "exporter", Image: "exporter:1"}}},
+			}
+			if err := suite.c.Create(ctx, cpu); err != nil {
+				t.Fatal(err)
+			}
+			ro := newRollout(ns, ns, oldDriver, newDriver)
+			ro.Spec.Canary.Count = ptr.To(int32(0))
+			ro.Spec.Evict.Mode = tt.mode
+			create(t, ro)
+			waitPhase(t, ns, v1alpha1.PhaseCompleted, 60*time.Second)
+			assertDone(t, nodes, newDriver)
+			var pods corev1.PodList
+			if err := suite.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					t.Errorf("pod %s is being deleted", p.Name)
+				}
+				left = append(left, p.Name)
+			}
+			if !slices.Equal(left, tt.left) {
+				t.Errorf("pods left on the node after its drain: %v, want %v", left, tt.left)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -199,26 +200,55 @@ func pod(name string, mut func(*corev1.Pod)) corev1.Pod {
 }
 
 func TestPodsToDrain(t *testing.T) {
+	gpu := func(resource string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceName(resource): resource1}}}}
+		}
+	}
 	pods := []corev1.Pod{
 		pod("app", nil),
 		pod("ds", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "x", Controller: ptr.To(true)}}
+			gpu(v1alpha1.ResourceGPU)(p)
 		}),
 		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
 		pod("done", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
-		pod("terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }),
+		pod("terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0}; gpu(v1alpha1.ResourceGPU)(p) }),
 		pod("rs", func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x", Controller: ptr.To(true)}}
 		}),
+		pod("trainer", gpu(v1alpha1.ResourceGPU)),
+		pod("shared", gpu(v1alpha1.ResourceGPU+".shared")),
+		pod("mig", gpu(v1alpha1.ResourceMIGPrefix+"1g.10gb")),
+		pod("init", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{v1alpha1.ResourceGPU: resource1}}}}
+		}),
+		pod("dra", func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} }),
+		pod("mounts-devices", func(p *corev1.Pod) { p.Labels = map[string]string{"uses": "nvidia-devices"} }),
+		pod("nic", gpu("nvidia.com/hostdev")),
 	}
-	var got []string
-	for _, p := range podsToDrain(pods) {
-		got = append(got, p.Name)
-	}
-	if diff := cmp.Diff([]string{"app", "terminating", "rs"}, got); diff != "" {
-		t.Errorf("podsToDrain (-want +got):\n%s", diff)
+	for _, tt := range []struct {
+		name  string
+		evict v1alpha1.EvictSpec
+		want  []string
+	}{
+		{"unset: the GPU pods", v1alpha1.EvictSpec{}, []string{"terminating", "trainer", "shared", "mig", "init", "dra"}},
+		{"GPUPods and a selector", v1alpha1.EvictSpec{Mode: v1alpha1.EvictGPUPods, GPUPodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}}},
+			[]string{"terminating", "trainer", "shared", "mig", "init", "dra", "mounts-devices"}},
+		{"All", v1alpha1.EvictSpec{Mode: v1alpha1.EvictAll}, []string{"app", "terminating", "rs", "trainer", "shared", "mig", "init", "dra", "mounts-devices", "nic"}},
+	} {
+		var got []string
+		for _, p := range podsToDrain(pods, &v1alpha1.DriverRolloutSpec{Evict: tt.evict}) {
+			got = append(got, p.Name)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: podsToDrain (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }
+
+// resource1 is a quantity of one (a GPU).
+var resource1 = resource.MustParse("1")
 
 func TestDriverState(t *testing.T) {
 	sel := labels.SelectorFromSet(labels.Set{"app.kubernetes.io/component": "nvidia-driver"})

@@ -82,7 +82,7 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 	}
 	// The pods of draining nodes come from the API server: read them all
 	// at once rather than one node after the other.
-	read, err := r.readDrains(ctx, draining, now)
+	read, err := r.readDrains(ctx, ro, draining, now)
 	if err != nil {
 		return nil, err
 	}
@@ -243,15 +243,18 @@ func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node 
 	return n
 }
 
-// podsToDrain returns the pods that keep a node from being drained: every
-// pod still on it except DaemonSet pods (the driver among them: they must
+// podsToDrain returns the pods that keep a node from being drained under
+// spec: those that hold a GPU (planner.HoldsGPU), or with spec.evict.mode
+// All every pod, except DaemonSet pods (the driver among them: they must
 // stay), mirror pods (the kubelet owns them) and pods that have finished.
 // A pod already being deleted still counts until it is gone, because its
 // containers may still hold the GPU.
-func podsToDrain(pods []corev1.Pod) []corev1.Pod {
+func podsToDrain(pods []corev1.Pod, spec *v1alpha1.DriverRolloutSpec) []corev1.Pod {
+	all := planner.EvictModeOf(spec) == v1alpha1.EvictAll
+	sel := planner.GPUPodSelector(spec)
 	var out []corev1.Pod
 	for _, p := range pods {
-		if skipDrain(&p) {
+		if skipDrain(&p) || !all && !planner.HoldsGPU(&p, sel) {
 			continue
 		}
 		out = append(out, p)

@@ -114,6 +114,16 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 			},
 		},
 		{
+			name: "evict: a mode that is none, a selector that is none",
+			edit: func(s string) string {
+				return strings.Replace(s, "[policy]\n", "[policy]\nevict = \"cpu-pods\"\ngpu-pod-selector = \"app in trainer\"\n", 1)
+			},
+			want: []string{
+				`f.toml:48:1: policy.evict: "cpu-pods" is not what a drain evicts: use "gpu-pods" (the pods that hold a GPU, the default: the driver swap needs only those gone) or "all" (every pod but DaemonSet and mirror pods, as kubectl drain)`,
+				`f.toml:49:1: policy.gpu-pod-selector: "app in trainer" is not a label selector such as "app=trainer" or "team in (ml, research)"`,
+			},
+		},
+		{
 			name: "syntax error",
 			edit: func(s string) string { return strings.Replace(s, "[policy]", "[policy", 1) },
 			want: []string{

@@ -9,6 +9,7 @@ import (
 	"time"
 	_ "time/tzdata" // windows name IANA time zones; a minimal host may lack the database
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -38,6 +39,8 @@ type rawPolicySettings struct {
 	Freezes           []rawFreeze `toml:"freezes"`
 	Health            *rawHealth  `toml:"health"`
 	Actuator          *string     `toml:"actuator"`
+	Evict             *string     `toml:"evict"`
+	GPUPodSelector    *string     `toml:"gpu-pod-selector"`
 }
 
 type rawWindow struct {
@@ -81,6 +84,7 @@ func DefaultPolicy() Policy {
 		InstallTimeout:  v1alpha1.DefaultInstallTimeout,
 		ValidateTimeout: v1alpha1.DefaultValidateTimeout,
 		Actuator:        v1alpha1.DefaultActuator,
+		Evict:           v1alpha1.DefaultEvictMode,
 		Health: Health{
 			NodeConditions: []string{"GpuXidError", "GpuEccError"},
 			EventReasons:   []string{"XidError", "EccError"},
@@ -139,6 +143,9 @@ func (p Policy) clone() Policy {
 	p.Freezes = slices.Clone(p.Freezes)
 	p.Health.NodeConditions = slices.Clone(p.Health.NodeConditions)
 	p.Health.EventReasons = slices.Clone(p.Health.EventReasons)
+	if p.GPUPodSelector != nil {
+		p.GPUPodSelector = p.GPUPodSelector.DeepCopy()
+	}
 	return p
 }
 
@@ -245,6 +252,20 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 			bad("actuator", "%q is not an actuator: use %q (gpufleet cordons, drains and rolls back each node) or %q (the GPU Operator's upgrade controller, gated node by node)", *s.Actuator, v1alpha1.ActuatorGPUFleet, v1alpha1.ActuatorGPUOperator)
 		}
 	}
+	if s.Evict != nil {
+		if m, ok := evictModes[*s.Evict]; ok {
+			p.Evict = m
+		} else {
+			bad("evict", "%q is not what a drain evicts: use %q (the pods that hold a GPU, the default: the driver swap needs only those gone) or %q (every pod but DaemonSet and mirror pods, as kubectl drain)", *s.Evict, EvictGPUPods, EvictAll)
+		}
+	}
+	if s.GPUPodSelector != nil {
+		if sel, err := metav1.ParseToLabelSelector(*s.GPUPodSelector); err != nil || *s.GPUPodSelector == "" {
+			bad("gpu-pod-selector", "%q is not a label selector such as \"app=trainer\" or \"team in (ml, research)\"", *s.GPUPodSelector)
+		} else {
+			p.GPUPodSelector = sel
+		}
+	}
 	setDuration(&p.Soak, s.Soak, "soak")
 	setDuration(&p.DrainTimeout, s.DrainTimeout, "drain-timeout")
 	setDuration(&p.InstallTimeout, s.InstallTimeout, "install-timeout")
@@ -293,6 +314,14 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 	}
 	return ok
 }
+
+// What a fleet file's evict says, and the API's mode for each.
+const (
+	EvictGPUPods = "gpu-pods"
+	EvictAll     = "all"
+)
+
+var evictModes = map[string]v1alpha1.EvictMode{EvictGPUPods: v1alpha1.EvictGPUPods, EvictAll: v1alpha1.EvictAll}
 
 var percent = regexp.MustCompile(`^([0-9]+)%$`)
 

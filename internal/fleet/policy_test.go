@@ -88,3 +88,29 @@ func TestPolicyActuator(t *testing.T) {
 		t.Errorf("the problem names no file and line: %v", err)
 	}
 }
+
+// TestPolicyEvict: what a drain evicts is set fleet-wide and overridden per
+// environment and cluster like every policy field; unset, it is the API's
+// default.
+func TestPolicyEvict(t *testing.T) {
+	src := strings.Replace(mustRead(t, "testdata/minimal.toml"), "[policy]\n", "[policy]\nevict = \"all\"\n", 1)
+	src = strings.Replace(src, "[promotion]", "[policy.environments.prod]\nevict = \"gpu-pods\"\ngpu-pod-selector = \"uses in (nvidia-devices)\"\n\n[policy.clusters.prod-b]\nevict = \"all\"\n\n[promotion]", 1)
+	f, err := Parse("f.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cluster, want := range map[string]v1alpha1.EvictMode{"stg": v1alpha1.EvictAll, "prod-a": v1alpha1.EvictGPUPods, "prod-b": v1alpha1.EvictAll} {
+		if got := f.PolicyFor(cluster).Evict; got != want {
+			t.Errorf("%s: evict %s, want %s", cluster, got, want)
+		}
+	}
+	if sel := f.PolicyFor("prod-a").GPUPodSelector; sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != "uses" {
+		t.Errorf("prod-a's GPU pod selector: %+v", sel)
+	}
+	if sel := f.PolicyFor("stg").GPUPodSelector; sel != nil {
+		t.Errorf("stg has a GPU pod selector: %+v", sel)
+	}
+	if got := DefaultPolicy().Evict; got != v1alpha1.DefaultEvictMode {
+		t.Errorf("the default policy evicts %s, the API's default is %s", got, v1alpha1.DefaultEvictMode)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
@@ -232,6 +234,12 @@ type Policy struct {
 	Health  Health
 	// Actuator is who moves the nodes (see v1alpha1.Actuator).
 	Actuator v1alpha1.Actuator
+	// Evict is which pods a node's drain evicts (v1alpha1.EvictMode): the
+	// GPU pods, or every pod.
+	Evict v1alpha1.EvictMode
+	// GPUPodSelector also makes GPU pods of the pods it matches (see
+	// v1alpha1.EvictSpec); nil when unset.
+	GPUPodSelector *metav1.LabelSelector
 }
 
 // Amount is a node count or a percentage of the nodes.

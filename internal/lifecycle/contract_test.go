@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -73,6 +74,12 @@ func TestCRDDefaultsAreTheAPIConstants(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: the CRD defaults to %d, the API's constant is %d", path, got, want)
+		}
+	}
+	for path, want := range map[string]string{"spec.actuator": string(v1alpha1.DefaultActuator), "spec.evict.mode": string(v1alpha1.DefaultEvictMode)} {
+		var got string
+		if f, ok := fields[path]; !ok || json.Unmarshal(f.Default, &got) != nil || got != want {
+			t.Errorf("%s: the CRD defaults to %s, the API's constant is %q", path, fields[path].Default, want)
 		}
 	}
 	durations := map[string]time.Duration{
@@ -192,6 +199,33 @@ func TestPolicyRoundTrip(t *testing.T) {
 				t.Errorf("%s, %d nodes: fleet → DriverRollout → planner lost something (-fleet +planner):\n%s", name, total, diff)
 			}
 		}
+	}
+}
+
+// TestEvictRoundTrip: what a drain evicts reaches the controller's reading
+// of the spec (planner.EvictModeOf, planner.GPUPodSelector) through the
+// DriverRollout render writes and the API server's defaults, and an unset
+// spec means what the fleet file's default policy renders.
+func TestEvictRoundTrip(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}}
+	all := fleet.DefaultPolicy()
+	all.Evict = v1alpha1.EvictAll
+	withSelector := fleet.DefaultPolicy()
+	withSelector.GPUPodSelector = sel
+	for name, p := range map[string]fleet.Policy{"default": fleet.DefaultPolicy(), "all": all, "selector": withSelector} {
+		dr := DriverRolloutFor("r", p, "580.95.05", "570.172.08", map[string]string{"gpufleet.io/pool": "h100"})
+		applied := applyCRDDefaults(t, rolloutObject(t, dr))
+		if got := planner.EvictModeOf(&applied.Spec); got != p.Evict {
+			t.Errorf("%s: evict mode %s reaches the controller as %s", name, p.Evict, got)
+		}
+		if diff := cmp.Diff(p.GPUPodSelector, applied.Spec.Evict.GPUPodSelector); diff != "" {
+			t.Errorf("%s: the GPU pod selector (-fleet +controller):\n%s", name, diff)
+		}
+	}
+	bare := &v1alpha1.DriverRollout{Spec: v1alpha1.DriverRolloutSpec{TargetVersion: "580.95.05", PreviousVersion: "570.172.08"}}
+	bare.APIVersion, bare.Kind = v1alpha1.GroupVersion.String(), v1alpha1.KindDriverRollout
+	if got := planner.EvictModeOf(&applyCRDDefaults(t, rolloutObject(t, bare)).Spec); got != fleet.DefaultPolicy().Evict || got != planner.EvictModeOf(&bare.Spec) {
+		t.Errorf("an unset evict is %s to the API server, %s to Go, %s to the fleet file", got, planner.EvictModeOf(&bare.Spec), fleet.DefaultPolicy().Evict)
 	}
 }
 

@@ -45,6 +45,7 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 				Validate: duration(p.ValidateTimeout),
 			},
 			Health: health(p.Health),
+			Evict:  v1alpha1.EvictSpec{Mode: evictMode(p.Evict), GPUPodSelector: p.GPUPodSelector.DeepCopy()},
 		},
 	}
 	for _, w := range p.Windows {
@@ -65,6 +66,15 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 		})
 	}
 	return dr
+}
+
+// evictMode is the policy's evict mode, the API's default when unset, so
+// the rendered object says what a drain evicts.
+func evictMode(m v1alpha1.EvictMode) v1alpha1.EvictMode {
+	if m == "" {
+		return v1alpha1.DefaultEvictMode
+	}
+	return m
 }
 
 // amount converts a count or percentage; zero (unset) is written as the

@@ -36,6 +36,7 @@ func TestDriverRolloutFor(t *testing.T) {
 				Canary:          v1alpha1.CanarySpec{Count: ptr(int32(0))},
 				ParallelNodes:   1,
 				MaxUnavailable:  &one,
+				Evict:           v1alpha1.EvictSpec{Mode: v1alpha1.EvictGPUPods},
 			},
 		},
 		{
@@ -50,6 +51,8 @@ func TestDriverRolloutFor(t *testing.T) {
 				DrainTimeout:      30 * time.Minute,
 				InstallTimeout:    20 * time.Minute,
 				ValidateTimeout:   10 * time.Minute,
+				Evict:             v1alpha1.EvictAll,
+				GPUPodSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}},
 				Windows: []fleet.Window{{
 					Days:  []time.Weekday{time.Saturday, time.Sunday},
 					Start: "22:00", End: "06:00", TimeZone: "Europe/Paris",
@@ -88,6 +91,7 @@ func TestDriverRolloutFor(t *testing.T) {
 					Install:  metav1.Duration{Duration: 20 * time.Minute},
 					Validate: metav1.Duration{Duration: 10 * time.Minute},
 				},
+				Evict: v1alpha1.EvictSpec{Mode: v1alpha1.EvictAll, GPUPodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}}},
 				Health: v1alpha1.HealthSources{
 					NodeConditions: []string{"GpuXidError"},
 					EventReasons:   []string{"XidError", "EccDoubleBitError"},
@@ -108,6 +112,7 @@ func TestDriverRolloutFor(t *testing.T) {
 				Canary:          v1alpha1.CanarySpec{Count: ptr(int32(0))},
 				ParallelNodes:   2,
 				MaxUnavailable:  ptr(intstr.FromInt32(3)),
+				Evict:           v1alpha1.EvictSpec{Mode: v1alpha1.EvictGPUPods},
 			},
 		},
 	}

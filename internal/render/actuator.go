@@ -1,6 +1,8 @@
 package render
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
@@ -51,9 +53,11 @@ func OperatorNVIDIADriverName(pool string) string { return pool }
 // The numbers are gpufleet's own: maxParallelUpgrades is parallel-nodes;
 // maxUnavailable the same count or percentage (the operator rounds a
 // percentage up where gpufleet rounds it down, so gpufleet's limit is the
-// one that binds); the drain evicts every pod but DaemonSets' (force and
-// deleteEmptyDir, as gpufleet's own eviction does) within drain-timeout,
-// and so does the deletion of GPU pods before it; no job is waited for
+// one that binds); the GPU pods are deleted (force and deleteEmptyDir, as
+// gpufleet's own eviction does) within drain-timeout, and the operator's
+// drain, which evicts, is on only for what evict asks beyond the pods that
+// request a GPU: every pod with evict = "all", the pods gpu-pod-selector
+// matches (its podSelector) with the default; no job is waited for
 // (gpufleet's actuator waits for none either).
 func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 	if pol == nil || pol.Actuator != v1alpha1.ActuatorGPUOperator {
@@ -74,13 +78,19 @@ func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 	if chart {
 		deletion = "gpuPodDeletion"
 	}
+	// The operator's pod deletion takes the pods that request a GPU, as
+	// planner.HoldsGPU reads them; its drain the rest of what evict says.
+	drain, podSelector := pol.Evict == v1alpha1.EvictAll, ""
+	if !drain && pol.GPUPodSelector != nil {
+		drain, podSelector = true, metav1.FormatLabelSelector(pol.GPUPodSelector)
+	}
 	return map[string]any{
 		"autoUpgrade":         moving,
 		"maxParallelUpgrades": max(pol.ParallelNodes, v1alpha1.DefaultParallelNodes),
 		"maxUnavailable":      maxUnavailable,
 		"waitForCompletion":   map[string]any{"timeoutSeconds": 0},
 		deletion:              map[string]any{"force": true, "timeoutSeconds": timeout, "deleteEmptyDir": true},
-		"drain":               map[string]any{"enable": true, "force": true, "podSelector": "", "timeoutSeconds": timeout, "deleteEmptyDir": true},
+		"drain":               map[string]any{"enable": drain, "force": true, "podSelector": podSelector, "timeoutSeconds": timeout, "deleteEmptyDir": true},
 	}
 }
 

@@ -1,0 +1,67 @@
+package planner
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// HoldsGPU says pod p holds a GPU: one of its containers (init containers
+// included: a restartable one runs beside the others) requests or is
+// limited to a GPU (v1alpha1.ResourceGPU, or a renamed shared GPU such as
+// "nvidia.com/gpu.shared") or a MIG device (v1alpha1.ResourceMIGPrefix), it
+// claims a device through dynamic resource allocation (its claim may be a
+// GPU, and a driver swap under a pod that holds one fails it), or extra
+// matches its labels. It is the one reading of a GPU pod: the drain of
+// spec.evict.mode GPUPods evicts exactly these.
+func HoldsGPU(p *corev1.Pod, extra labels.Selector) bool {
+	if len(p.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	if extra != nil && !extra.Empty() && extra.Matches(labels.Set(p.Labels)) {
+		return true
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			if gpuResource(cs[i].Resources.Requests) || gpuResource(cs[i].Resources.Limits) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func gpuResource(l corev1.ResourceList) bool {
+	for name, q := range l {
+		n := string(name)
+		if (n == v1alpha1.ResourceGPU || strings.HasPrefix(n, v1alpha1.ResourceGPU+".") || strings.HasPrefix(n, v1alpha1.ResourceMIGPrefix)) && !q.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// EvictModeOf is spec.evict.mode, v1alpha1.DefaultEvictMode when unset.
+func EvictModeOf(spec *v1alpha1.DriverRolloutSpec) v1alpha1.EvictMode {
+	if spec.Evict.Mode == "" {
+		return v1alpha1.DefaultEvictMode
+	}
+	return spec.Evict.Mode
+}
+
+// GPUPodSelector is spec.evict.gpuPodSelector as a selector; nil when
+// unset or unreadable.
+func GPUPodSelector(spec *v1alpha1.DriverRolloutSpec) labels.Selector {
+	if spec.Evict.GPUPodSelector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(spec.Evict.GPUPodSelector)
+	if err != nil {
+		return nil
+	}
+	return sel
+}
