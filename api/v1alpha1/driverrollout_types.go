@@ -349,6 +349,33 @@ type EvictSpec struct {
 	// privileged container). It has no use with Mode All.
 	// +optional
 	GPUPodSelector *metav1.LabelSelector `json:"gpuPodSelector,omitempty"`
+
+	// WaitForCompletion leaves the pods it selects to finish: a starting
+	// node is cordoned (nothing new lands on it, and it counts against
+	// maxUnavailable) and its drain evicts nothing while a pod the drain
+	// would evict matches, for at most the timeout; then the drain evicts
+	// as without it, within timeouts.drain. Unset, nothing is waited for.
+	// +optional
+	WaitForCompletion *WaitForCompletion `json:"waitForCompletion,omitempty"`
+}
+
+// WaitForCompletion names the pods a drain waits for, e.g. batch jobs that
+// checkpoint or end by themselves, and for how long.
+//
+// Note: at the timeout the pods are evicted, not waited for longer with the
+// node given back. A node given back is uncordoned, takes new work, and
+// would have to wait again from the start the next time it is picked: a
+// busy node would never be upgraded, and a rollout with it never end. The
+// timeout is the most a job's wait may cost the rollout; set it above the
+// jobs' run time (or their checkpoint interval). The GPU Operator's
+// waitForCompletion does the same.
+type WaitForCompletion struct {
+	// PodSelector picks the pods to wait for; it must select something.
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="podSelector must select something: an empty one would wait for every pod"
+	PodSelector metav1.LabelSelector `json:"podSelector"`
+	// Timeout is how long a node waits for them.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
+	Timeout metav1.Duration `json:"timeout"`
 }
 
 // The extended resources by which a pod asks the scheduler for a GPU: the

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // drainResult is what one drain pass over a node did.
@@ -25,6 +26,9 @@ type drainResult struct {
 	// ones were refused by a PodDisruptionBudget (429) and are retried on
 	// a later pass, until the drain timeout fails the node.
 	evicted, blocked int
+	// waiting counts the pods left to finish (spec.evict.waitForCompletion):
+	// nothing was evicted.
+	waiting int
 }
 
 // drain asks the Eviction API (policy/v1) to evict every pod that blocks
@@ -33,10 +37,15 @@ type drainResult struct {
 // DaemonSet pods (the driver among them) and mirror pods stay. Pods
 // already terminating are waited for, not evicted again.
 //
+// While the node waits for the jobs spec.evict.waitForCompletion names
+// (since is when it started draining), nothing is evicted as long as one of
+// those pods is left: they finish on the cordoned node, and the other GPU
+// pods go with them when the wait ends (the node is out either way).
+//
 // The pods are those observe read for this pass (obs.evict); a node that
 // started draining in this pass has its pods read now. A node whose pods
 // were read less than DrainRetry ago is left alone (see drainReads).
-func (r *Reconciler) drain(ctx context.Context, node string, obs *observation) (drainResult, error) {
+func (r *Reconciler) drain(ctx context.Context, node string, since time.Time, obs *observation) (drainResult, error) {
 	pods, ok := obs.evict[node]
 	if !ok {
 		var read bool
@@ -48,6 +57,10 @@ func (r *Reconciler) drain(ctx context.Context, node string, obs *observation) (
 		if !read {
 			return drainResult{left: left}, nil
 		}
+	}
+	ro := obs.snap.Rollout
+	if jobs := planner.JobPods(&ro.Spec, pods); len(jobs) > 0 && planner.WaitingForJobs(&ro.Spec, since, r.now()) {
+		return drainResult{left: len(pods), waiting: len(jobs)}, nil
 	}
 	var res drainResult
 	for _, p := range pods {

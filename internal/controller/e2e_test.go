@@ -595,6 +595,70 @@ func TestDrainEvictsWhatTheSwapNeeds(t *testing.T) {
 	}
 }
 
+// TestDrainWaitsForJobs: a job pod the wait selector names finishes on
+// its cordoned node before the driver is swapped, never evicted (the
+// recorder is the API server: an evicted pod is deleted); one that runs past
+// the wait's timeout is evicted then, and the node goes on.
+func TestDrainWaitsForJobs(t *testing.T) {
+	env(t)
+	ctx := context.Background()
+	startController(t, RealClock{}, nil)
+	job := map[string]string{"job": "train"}
+	rollout := func(name string, wait time.Duration) *v1alpha1.DriverRollout {
+		ro := newRollout(name, name, oldDriver, newDriver)
+		ro.Spec.Canary.Count = ptr.To(int32(0))
+		ro.Spec.Evict.WaitForCompletion = &v1alpha1.WaitForCompletion{PodSelector: metav1.LabelSelector{MatchLabels: job}, Timeout: metav1.Duration{Duration: wait}}
+		return ro
+	}
+	t.Run("the job finishes first", func(t *testing.T) {
+		const ns = "wait-finish"
+		nodes, _ := pool(t, ns, 1, oldDriver)
+		ensureNamespace(t, ns)
+		pod := slowPod(t, ns, "train-0", nodes[0], 0, job)
+		create(t, rollout(ns, time.Minute))
+		waitNodePhase(t, nodes[0], v1alpha1.NodeDraining, 20*time.Second)
+		// Several drain retries (the suite's is short) while it runs: the
+		// node waits, cordoned, and the job is left alone.
+		time.Sleep(3 * time.Second)
+		n := getNode(t, nodes[0])
+		if ph := n.Labels[v1alpha1.LabelPhase]; ph != string(v1alpha1.NodeDraining) || !n.Spec.Unschedulable {
+			t.Fatalf("while its job runs the node is %s, unschedulable %t; want Draining and cordoned", ph, n.Spec.Unschedulable)
+		}
+		got := &corev1.Pod{}
+		if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil || got.DeletionTimestamp != nil {
+			t.Fatalf("the job pod during the wait: %v, deleting %v", err, got.DeletionTimestamp)
+		}
+		got.Status.Phase = corev1.PodSucceeded
+		if err := suite.c.Status().Update(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		waitPhase(t, ns, v1alpha1.PhaseCompleted, 60*time.Second)
+		assertDone(t, nodes, newDriver)
+		if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil || got.DeletionTimestamp != nil || got.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("the job pod after the swap: %v, deleting %v, phase %s; want it finished, never evicted", err, got.DeletionTimestamp, got.Status.Phase)
+		}
+	})
+	t.Run("the job outlasts the wait", func(t *testing.T) {
+		const ns = "wait-timeout"
+		const wait = 4 * time.Second
+		nodes, _ := pool(t, ns, 1, oldDriver)
+		ensureNamespace(t, ns)
+		pod := slowPod(t, ns, "train-0", nodes[0], 0, job)
+		create(t, rollout(ns, wait))
+		waitNodePhase(t, nodes[0], v1alpha1.NodeDraining, 20*time.Second)
+		draining := time.Now()
+		waitFor(t, 30*time.Second, "the job pod evicted", func() (bool, string) {
+			err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		if waited := time.Since(draining); waited < wait-time.Second {
+			t.Errorf("the job pod was evicted %s after the node started draining, before the wait of %s ran out", waited, wait)
+		}
+		waitPhase(t, ns, v1alpha1.PhaseCompleted, 60*time.Second)
+		assertDone(t, nodes, newDriver)
+	})
+}
+
 func TestCRDValidation(t *testing.T) {
 	env(t)
 	ctx := context.Background()

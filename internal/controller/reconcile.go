@@ -255,7 +255,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		phase := phaseAfter(n, res.Transitions)
 		switch phase {
 		case v1alpha1.NodeDraining:
-			d, err := r.drain(ctx, n.Name, obs)
+			// A node that starts draining in this pass starts its wait for
+			// jobs now.
+			since := n.Since
+			if n.Phase != v1alpha1.NodeDraining {
+				since = now
+			}
+			d, err := r.drain(ctx, n.Name, since, obs)
 			if err != nil {
 				return ctrl.Result{}, err
 			}

@@ -114,13 +114,16 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 			},
 		},
 		{
-			name: "evict: a mode that is none, a selector that is none",
+			name: "evict: a mode that is none, a selector that is none, a wait without its bound",
 			edit: func(s string) string {
-				return strings.Replace(s, "[policy]\n", "[policy]\nevict = \"cpu-pods\"\ngpu-pod-selector = \"app in trainer\"\n", 1)
+				s = strings.Replace(s, "[policy]\n", "[policy]\nevict = \"cpu-pods\"\ngpu-pod-selector = \"app in trainer\"\nwait-for-pods = \"job=train\"\n", 1)
+				return strings.Replace(s, "[promotion]", "[policy.clusters.stg]\nwait-timeout = \"0s\"\n\n[promotion]", 1)
 			},
 			want: []string{
 				`f.toml:48:1: policy.evict: "cpu-pods" is not what a drain evicts: use "gpu-pods" (the pods that hold a GPU, the default: the driver swap needs only those gone) or "all" (every pod but DaemonSet and mirror pods, as kubectl drain)`,
 				`f.toml:49:1: policy.gpu-pod-selector: "app in trainer" is not a label selector such as "app=trainer" or "team in (ml, research)"`,
+				`f.toml:50:1: policy.wait-for-pods: wait-for-pods and wait-timeout go together: the pods a drain leaves to finish, and for how long (e.g. wait-for-pods = "app=trainer", wait-timeout = "4h")`,
+				`f.toml:54:1: policy.clusters.stg.wait-timeout: "0s" is not a duration: use e.g. 30m, 2h or 1h30m`,
 			},
 		},
 		{

@@ -41,6 +41,8 @@ type rawPolicySettings struct {
 	Actuator          *string     `toml:"actuator"`
 	Evict             *string     `toml:"evict"`
 	GPUPodSelector    *string     `toml:"gpu-pod-selector"`
+	WaitForPods       *string     `toml:"wait-for-pods"`
+	WaitTimeout       *string     `toml:"wait-timeout"`
 }
 
 type rawWindow struct {
@@ -143,9 +145,8 @@ func (p Policy) clone() Policy {
 	p.Freezes = slices.Clone(p.Freezes)
 	p.Health.NodeConditions = slices.Clone(p.Health.NodeConditions)
 	p.Health.EventReasons = slices.Clone(p.Health.EventReasons)
-	if p.GPUPodSelector != nil {
-		p.GPUPodSelector = p.GPUPodSelector.DeepCopy()
-	}
+	p.GPUPodSelector = p.GPUPodSelector.DeepCopy()
+	p.WaitForPods = p.WaitForPods.DeepCopy()
 	return p
 }
 
@@ -259,12 +260,28 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 			bad("evict", "%q is not what a drain evicts: use %q (the pods that hold a GPU, the default: the driver swap needs only those gone) or %q (every pod but DaemonSet and mirror pods, as kubectl drain)", *s.Evict, EvictGPUPods, EvictAll)
 		}
 	}
-	if s.GPUPodSelector != nil {
-		if sel, err := metav1.ParseToLabelSelector(*s.GPUPodSelector); err != nil || *s.GPUPodSelector == "" {
-			bad("gpu-pod-selector", "%q is not a label selector such as \"app=trainer\" or \"team in (ml, research)\"", *s.GPUPodSelector)
-		} else {
-			p.GPUPodSelector = sel
+	selector := func(dst **metav1.LabelSelector, v *string, field string) {
+		if v == nil {
+			return
 		}
+		if sel, err := metav1.ParseToLabelSelector(*v); err != nil || strings.TrimSpace(*v) == "" {
+			bad(field, "%q is not a label selector such as \"app=trainer\" or \"team in (ml, research)\"", *v)
+		} else {
+			*dst = sel
+		}
+	}
+	selector(&p.GPUPodSelector, s.GPUPodSelector, "gpu-pod-selector")
+	selector(&p.WaitForPods, s.WaitForPods, "wait-for-pods")
+	setDuration(&p.WaitTimeout, s.WaitTimeout, "wait-timeout")
+	// Set where either is set, both must hold once the level is applied:
+	// a wait needs its pods and its bound.
+	parsed := (s.WaitForPods == nil || p.WaitForPods != nil) && (s.WaitTimeout == nil || p.WaitTimeout > 0)
+	if parsed && (s.WaitForPods != nil || s.WaitTimeout != nil) && (p.WaitForPods == nil) != (p.WaitTimeout == 0) {
+		key := "wait-for-pods"
+		if s.WaitForPods == nil {
+			key = "wait-timeout"
+		}
+		bad(key, "wait-for-pods and wait-timeout go together: the pods a drain leaves to finish, and for how long (e.g. wait-for-pods = \"app=trainer\", wait-timeout = \"4h\")")
 	}
 	setDuration(&p.Soak, s.Soak, "soak")
 	setDuration(&p.DrainTimeout, s.DrainTimeout, "drain-timeout")

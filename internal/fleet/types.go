@@ -240,6 +240,10 @@ type Policy struct {
 	// GPUPodSelector also makes GPU pods of the pods it matches (see
 	// v1alpha1.EvictSpec); nil when unset.
 	GPUPodSelector *metav1.LabelSelector
+	// WaitForPods names the pods a drain leaves to finish, for at most
+	// WaitTimeout (v1alpha1.WaitForCompletion); nil when none.
+	WaitForPods *metav1.LabelSelector
+	WaitTimeout time.Duration
 }
 
 // Amount is a node count or a percentage of the nodes.

@@ -189,6 +189,8 @@ func TestPolicyRoundTrip(t *testing.T) {
 	custom.DrainTimeout = 45 * time.Minute
 	custom.InstallTimeout = 25 * time.Minute
 	custom.ValidateTimeout = 7 * time.Minute
+	custom.WaitForPods = &metav1.LabelSelector{MatchLabels: map[string]string{"job": "train"}}
+	custom.WaitTimeout = 4 * time.Hour
 	counted := custom
 	counted.MaxUnavailable = fleet.Amount{Value: 4}
 	for name, p := range map[string]fleet.Policy{"default": fleet.DefaultPolicy(), "custom": custom, "counted": counted} {
@@ -239,6 +241,7 @@ func settingsOf(p fleet.Policy, total int) planner.Settings {
 		InstallTimeout:  p.InstallTimeout,
 		ValidateTimeout: p.ValidateTimeout,
 		FailureBudget:   p.FailureBudget,
+		JobWait:         map[bool]time.Duration{true: p.WaitTimeout}[p.WaitForPods != nil],
 	}
 }
 

@@ -45,7 +45,7 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 				Validate: duration(p.ValidateTimeout),
 			},
 			Health: health(p.Health),
-			Evict:  v1alpha1.EvictSpec{Mode: evictMode(p.Evict), GPUPodSelector: p.GPUPodSelector.DeepCopy()},
+			Evict:  v1alpha1.EvictSpec{Mode: evictMode(p.Evict), GPUPodSelector: p.GPUPodSelector.DeepCopy(), WaitForCompletion: waitFor(p)},
 		},
 	}
 	for _, w := range p.Windows {
@@ -75,6 +75,14 @@ func evictMode(m v1alpha1.EvictMode) v1alpha1.EvictMode {
 		return v1alpha1.DefaultEvictMode
 	}
 	return m
+}
+
+// waitFor is the policy's wait for jobs; nil when it names none.
+func waitFor(p fleet.Policy) *v1alpha1.WaitForCompletion {
+	if p.WaitForPods == nil || p.WaitTimeout <= 0 {
+		return nil
+	}
+	return &v1alpha1.WaitForCompletion{PodSelector: *p.WaitForPods.DeepCopy(), Timeout: duration(p.WaitTimeout)}
 }
 
 // amount converts a count or percentage; zero (unset) is written as the

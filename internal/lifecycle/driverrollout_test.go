@@ -53,6 +53,8 @@ func TestDriverRolloutFor(t *testing.T) {
 				ValidateTimeout:   10 * time.Minute,
 				Evict:             v1alpha1.EvictAll,
 				GPUPodSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}},
+				WaitForPods:       &metav1.LabelSelector{MatchLabels: map[string]string{"job": "train"}},
+				WaitTimeout:       4 * time.Hour,
 				Windows: []fleet.Window{{
 					Days:  []time.Weekday{time.Saturday, time.Sunday},
 					Start: "22:00", End: "06:00", TimeZone: "Europe/Paris",
@@ -91,7 +93,8 @@ func TestDriverRolloutFor(t *testing.T) {
 					Install:  metav1.Duration{Duration: 20 * time.Minute},
 					Validate: metav1.Duration{Duration: 10 * time.Minute},
 				},
-				Evict: v1alpha1.EvictSpec{Mode: v1alpha1.EvictAll, GPUPodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}}},
+				Evict: v1alpha1.EvictSpec{Mode: v1alpha1.EvictAll, GPUPodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}},
+					WaitForCompletion: &v1alpha1.WaitForCompletion{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"job": "train"}}, Timeout: metav1.Duration{Duration: 4 * time.Hour}}},
 				Health: v1alpha1.HealthSources{
 					NodeConditions: []string{"GpuXidError"},
 					EventReasons:   []string{"XidError", "EccDoubleBitError"},

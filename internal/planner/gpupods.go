@@ -2,6 +2,7 @@ package planner
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,4 +65,34 @@ func GPUPodSelector(spec *v1alpha1.DriverRolloutSpec) labels.Selector {
 		return nil
 	}
 	return sel
+}
+
+// WaitingForJobs says a node that started draining at since still waits,
+// at now, for the pods spec.evict.waitForCompletion names: its timeout has
+// not run out. While it waits, the drain evicts nothing as long as one of
+// the pods it would evict is named (JobPods); the planner's drain deadline
+// starts after the wait (Settings.JobWait).
+func WaitingForJobs(spec *v1alpha1.DriverRolloutSpec, since, now time.Time) bool {
+	d := jobWait(spec)
+	return d > 0 && now.Before(since.Add(d))
+}
+
+// JobPods says which of pods spec.evict.waitForCompletion names; none when
+// it names none or its selector is unreadable.
+func JobPods(spec *v1alpha1.DriverRolloutSpec, pods []corev1.Pod) []corev1.Pod {
+	w := spec.Evict.WaitForCompletion
+	if w == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&w.PodSelector)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	var out []corev1.Pod
+	for _, p := range pods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -68,13 +68,14 @@ func released(ph v1alpha1.NodePhase) bool {
 // rollout is released to the operator (its skip label removed).
 func OperatorReleased(ph v1alpha1.NodePhase) bool { return released(ph) }
 
-// operatorTimeout bounds a released node: the operator's drain, the driver
-// pod's install and its validation, each with gpufleet's own timeout. The
+// operatorTimeout bounds a released node: the operator's wait for jobs, its
+// drain, the driver pod's install and its validation, each with gpufleet's
+// own timeout. The
 // operator has no install timeout of its own (it fails a node only after
 // more than ten restarts of the driver pod), so this is the bound a hung
 // upgrade meets.
 func (p *planner) operatorTimeout() time.Duration {
-	return p.set.DrainTimeout + p.set.InstallTimeout + p.set.ValidateTimeout
+	return p.set.JobWait + p.set.DrainTimeout + p.set.InstallTimeout + p.set.ValidateTimeout
 }
 
 // planOperator is Plan on this path: settle, progress, start, then hold

@@ -24,6 +24,10 @@ type Settings struct {
 	InstallTimeout  time.Duration
 	ValidateTimeout time.Duration
 	FailureBudget   int
+	// JobWait is spec.evict.waitForCompletion's timeout: how long a
+	// draining node waits for the pods it names before its drain evicts
+	// (see WaitingForJobs); zero when none are named.
+	JobWait time.Duration
 }
 
 // SettingsFor resolves spec's numbers for a rollout over total nodes.
@@ -46,7 +50,15 @@ func SettingsFor(spec *v1alpha1.DriverRolloutSpec, total int) Settings {
 		InstallTimeout:  orDefault(spec.Timeouts.Install, v1alpha1.DefaultInstallTimeout),
 		ValidateTimeout: orDefault(spec.Timeouts.Validate, v1alpha1.DefaultValidateTimeout),
 		FailureBudget:   max(int(spec.FailureBudget), 0),
+		JobWait:         jobWait(spec),
 	}
+}
+
+func jobWait(spec *v1alpha1.DriverRolloutSpec) time.Duration {
+	if w := spec.Evict.WaitForCompletion; w != nil && w.Timeout.Duration > 0 {
+		return w.Timeout.Duration
+	}
+	return 0
 }
 
 // MaxUnavailable resolves a count or percentage of total nodes with the
@@ -389,7 +401,7 @@ func (p *planner) failures() int {
 func (p *planner) deadline(ph v1alpha1.NodePhase) time.Duration {
 	switch ph {
 	case v1alpha1.NodeDraining:
-		return p.set.DrainTimeout
+		return p.set.JobWait + p.set.DrainTimeout
 	case v1alpha1.NodeInstalling:
 		return p.set.InstallTimeout
 	case v1alpha1.NodeValidating:

@@ -149,6 +149,20 @@ func TestPlanTransitions(t *testing.T) {
 			},
 		},
 		{
+			name:    "a wait for jobs comes before the drain timeout",
+			rollout: pt.Rollout("r").Budget(1).Timeouts(10*time.Minute, 0, 0).WaitForJobs("job", "train", time.Hour),
+			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").In(v1alpha1.NodeDraining, ago(69*time.Minute)), pt.Node("gpu-01")},
+			want:    []string{},
+		},
+		{
+			name:    "the drain timeout counts after the wait for jobs",
+			rollout: pt.Rollout("r").Budget(1).Timeouts(10*time.Minute, 0, 0).WaitForJobs("job", "train", time.Hour),
+			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").In(v1alpha1.NodeDraining, ago(70*time.Minute)), pt.Node("gpu-01")},
+			want: []string{
+				"gpu-00 Draining→RollingBack [failure driver=" + previous + "] drain did not finish within 10m after waiting 1h for the jobs named; rolling back to " + previous,
+			},
+		},
+		{
 			name:    "install failure fails the node",
 			rollout: pt.Rollout("r").Budget(1),
 			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").In(v1alpha1.NodeInstalling, ago(time.Minute)).DriverFailed()},

@@ -62,7 +62,11 @@ func (p *planner) draining(w *work) {
 		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
 			t.Driver = p.spec.TargetVersion
 		})
-	case p.overdue(w, p.set.DrainTimeout):
+	case p.overdue(w, p.set.JobWait+p.set.DrainTimeout):
+		if p.set.JobWait > 0 {
+			p.fail(w, fmt.Sprintf("drain did not finish within %s after waiting %s for the jobs named", short(p.set.DrainTimeout), short(p.set.JobWait)))
+			break
+		}
 		p.fail(w, fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout)))
 	}
 }

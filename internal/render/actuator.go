@@ -57,8 +57,8 @@ func OperatorNVIDIADriverName(pool string) string { return pool }
 // gpufleet's own eviction does) within drain-timeout, and the operator's
 // drain, which evicts, is on only for what evict asks beyond the pods that
 // request a GPU: every pod with evict = "all", the pods gpu-pod-selector
-// matches (its podSelector) with the default; no job is waited for
-// (gpufleet's actuator waits for none either).
+// matches (its podSelector) with the default; the jobs wait-for-pods names
+// are waited for, wait-timeout at most, as gpufleet's actuator waits.
 func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 	if pol == nil || pol.Actuator != v1alpha1.ActuatorGPUOperator {
 		return map[string]any{"autoUpgrade": false}
@@ -88,10 +88,20 @@ func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 		"autoUpgrade":         moving,
 		"maxParallelUpgrades": max(pol.ParallelNodes, v1alpha1.DefaultParallelNodes),
 		"maxUnavailable":      maxUnavailable,
-		"waitForCompletion":   map[string]any{"timeoutSeconds": 0},
+		"waitForCompletion":   waitForCompletion(pol),
 		deletion:              map[string]any{"force": true, "timeoutSeconds": timeout, "deleteEmptyDir": true},
 		"drain":               map[string]any{"enable": drain, "force": true, "podSelector": podSelector, "timeoutSeconds": timeout, "deleteEmptyDir": true},
 	}
+}
+
+// waitForCompletion is the operator's wait for jobs: the pods the policy's
+// wait-for-pods names, for wait-timeout; none (timeout 0 and no selector)
+// where it names none.
+func waitForCompletion(pol *fleet.Policy) map[string]any {
+	if pol.WaitForPods == nil || pol.WaitTimeout <= 0 {
+		return map[string]any{"timeoutSeconds": 0}
+	}
+	return map[string]any{"podSelector": metav1.FormatLabelSelector(pol.WaitForPods), "timeoutSeconds": int64(pol.WaitTimeout.Seconds())}
 }
 
 // GPUOperatorValuesFor are the GPU Operator chart values of cluster running

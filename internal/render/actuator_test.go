@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
@@ -130,6 +134,46 @@ func TestGPUFleetActuatorValuesUnchanged(t *testing.T) {
 	for _, set := range sets {
 		if up := set.Values["driver"].(map[string]any)["upgradePolicy"].(map[string]any); len(up) != 1 || up["autoUpgrade"] != false {
 			t.Errorf("upgradePolicy %v, want autoUpgrade false alone", up)
+		}
+	}
+}
+
+// TestOperatorUpgradePolicyEvicts: on the gpu-operator actuator the
+// policy's evict and wait for jobs become the operator's: GPU pod deletion
+// always, its drain only for evict = "all" or the pods gpu-pod-selector
+// names, its waitForCompletion for the jobs wait-for-pods names.
+func TestOperatorUpgradePolicyEvicts(t *testing.T) {
+	base := fleet.DefaultPolicy()
+	base.Actuator = v1alpha1.ActuatorGPUOperator
+	all := base
+	all.Evict = v1alpha1.EvictAll
+	selected := base
+	selected.GPUPodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}}
+	waits := base
+	waits.WaitForPods = &metav1.LabelSelector{MatchLabels: map[string]string{"job": "train"}}
+	waits.WaitTimeout = 4 * time.Hour
+	for _, tt := range []struct {
+		name        string
+		pol         fleet.Policy
+		drain       bool
+		podSelector string
+		wait        map[string]any
+	}{
+		{"default", base, false, "", map[string]any{"timeoutSeconds": 0}},
+		{"all", all, true, "", map[string]any{"timeoutSeconds": 0}},
+		{"selector", selected, true, "uses=nvidia-devices", map[string]any{"timeoutSeconds": 0}},
+		{"wait", waits, false, "", map[string]any{"podSelector": "job=train", "timeoutSeconds": int64(4 * 3600)}},
+	} {
+		up := upgradePolicy(&tt.pol, true, true)
+		drain := up["drain"].(map[string]any)
+		if drain["enable"] != tt.drain || drain["podSelector"] != tt.podSelector {
+			t.Errorf("%s: drain %v, want enable %t podSelector %q", tt.name, drain, tt.drain, tt.podSelector)
+		}
+		if _, ok := up["gpuPodDeletion"]; !ok {
+			t.Errorf("%s: no gpuPodDeletion in %v", tt.name, up)
+		}
+		if diff := cmp.Diff(tt.wait, up["waitForCompletion"]); diff != "" {
+			t.Errorf("%s: waitForCompletion (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }

@@ -160,11 +160,10 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 	var wg sync.WaitGroup
 	for i, name := range names {
 		dirs := crdDirs
-		if argo := slices.Contains(opts.ArgoCD, name); argo || !opts.Flux {
+		if slices.Contains(opts.ArgoCD, name) {
+			// One engine per cluster: Argo CD's CRDs instead of Flux's.
 			dirs = slices.DeleteFunc(slices.Clone(crdDirs), func(d string) bool { return d == bins.FluxCRDDir() || d == bins.FluxImageCRDDir() })
-			if argo {
-				dirs = append(dirs, bins.ArgoCDCRDDir())
-			}
+			dirs = append(dirs, bins.ArgoCDCRDDir())
 		}
 		wg.Go(func() {
 			clusters[i], errs[i] = startCluster(clusterSpec{

@@ -153,6 +153,16 @@ func (b *RolloutBuilder) Actuator(a v1alpha1.Actuator) *RolloutBuilder {
 }
 
 // Build returns the rollout.
+// WaitForJobs has a drain leave the pods labelled key=value to finish, for
+// at most timeout.
+func (b *RolloutBuilder) WaitForJobs(key, value string, timeout time.Duration) *RolloutBuilder {
+	b.r.Spec.Evict.WaitForCompletion = &v1alpha1.WaitForCompletion{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{key: value}},
+		Timeout:     metav1.Duration{Duration: timeout},
+	}
+	return b
+}
+
 func (b *RolloutBuilder) Build() *v1alpha1.DriverRollout { return b.r.DeepCopy() }
 
 // NodeBuilder builds a planner.Node.
