@@ -276,29 +276,38 @@ func ServiceAccountKubeconfig(cfg *rest.Config, path, ns, name string) error {
 }
 
 var controllerBuild struct {
-	once sync.Once
+	mu   sync.Mutex
 	path string
-	err  error
 }
 
+// buildTemp is the temporary folder of the process as it started: a test
+// that sets TMPDIR to a folder of its own (the end-to-end suite does, for
+// Flux's controllers) would otherwise get the build removed with that
+// folder when it ends, under the next test that runs the controller.
+var buildTemp = os.TempDir()
+
 // BuildController builds cmd/gpufleet-controller from the module at root,
-// once per process, and returns the program's path: the testbed runs it
-// for every version a Deployment names.
+// once per process (again only if the program was removed), and returns
+// the program's path: the testbed runs it for every version a Deployment
+// names.
 func BuildController(root string) (string, error) {
-	controllerBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gpufleet-controller-")
-		if err != nil {
-			controllerBuild.err = err
-			return
+	controllerBuild.mu.Lock()
+	defer controllerBuild.mu.Unlock()
+	if controllerBuild.path != "" {
+		if _, err := os.Stat(controllerBuild.path); err == nil {
+			return controllerBuild.path, nil
 		}
-		path := filepath.Join(dir, "gpufleet-controller")
-		cmd := exec.Command("go", "build", "-o", path, "./cmd/gpufleet-controller")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			controllerBuild.err = fmt.Errorf("go build ./cmd/gpufleet-controller: %w\n%s", err, out)
-			return
-		}
-		controllerBuild.path = path
-	})
-	return controllerBuild.path, controllerBuild.err
+	}
+	dir, err := os.MkdirTemp(buildTemp, "gpufleet-controller-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "gpufleet-controller")
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/gpufleet-controller")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/gpufleet-controller: %w\n%s", err, out)
+	}
+	controllerBuild.path = path
+	return path, nil
 }
