@@ -205,11 +205,13 @@ func TestOperatorActuator(t *testing.T) {
 		auto, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "autoUpgrade")
 		par, _, _ := unstructured.NestedInt64(cp.Object, "spec", "driver", "upgradePolicy", "maxParallelUpgrades")
 		drain, _, _ := unstructured.NestedBool(cp.Object, "spec", "driver", "upgradePolicy", "drain", "enable")
+		_, deletes, _ := unstructured.NestedMap(cp.Object, "spec", "driver", "upgradePolicy", "podDeletion")
 		// Off while no rollout moves the driver: nothing upgrades a node
 		// between rollouts, nor on the first apply, before the controller
-		// holds the nodes.
-		if auto || par != 1 || !drain {
-			w.T.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t, want false 1 true", auto, par, drain)
+		// holds the nodes. The operator deletes the GPU pods and drains
+		// nothing more (evict = "gpu-pods", the default).
+		if auto || par != 1 || drain || !deletes {
+			w.T.Errorf("ClusterPolicy upgradePolicy: autoUpgrade %t maxParallelUpgrades %d drain.enable %t podDeletion %t, want false 1 false true", auto, par, drain, deletes)
 		}
 		if !w.Exists(opCluster, "nvidia.com/v1alpha1", "NVIDIADriver", "", render.OperatorNVIDIADriverName(lab.PoolName)) {
 			w.T.Errorf("no NVIDIADriver %s", render.OperatorNVIDIADriverName(lab.PoolName))
