@@ -39,7 +39,9 @@ import (
 // marked upgrade-required (else it is not one the pass could release).
 //
 // Only a pass where nothing else can make those nodes matter is compacted;
-// otherwise snap comes back as it is: no abort (it moves Done nodes), no
+// otherwise snap comes back as it is: no node holding GPU pods (the pass
+// then starts the cheapest pending nodes, not the first: startOrder), no
+// abort (it moves Done nodes), no
 // other rollout (it may go first on a free node), no outOfService selector,
 // a node selector that parses, and the canary nodes known (the status or
 // the spec names them, or there is no canary) and, when the status names
@@ -92,6 +94,11 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 	spec := &snap.Rollout.Spec
 	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 {
 		return snap
+	}
+	for i := range snap.Nodes {
+		if snap.Nodes[i].GPUPods > 0 {
+			return snap
+		}
 	}
 	canary := snap.Rollout.Status.Canary.Nodes
 	if len(canary) == 0 {

@@ -110,6 +110,9 @@ type planner struct {
 	next     time.Time
 	problems []string // a spec the planner cannot act on (bad selector)
 	blocked  string   // why pending nodes wait although the gate is open
+	// costOrdered: this pass starts nodes cheapest first (startOrder), and
+	// says so in each start's reason.
+	costOrdered bool
 }
 
 // Plan decides the next transitions for snap's rollout at now.

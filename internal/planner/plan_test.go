@@ -149,6 +149,24 @@ func TestPlanTransitions(t *testing.T) {
 			},
 		},
 		{
+			name:    "the cheapest nodes first: idle, then the least GPU work in flight",
+			rollout: pt.Rollout("r").Parallel(2).MaxUnavailable(2),
+			nodes: []*pt.NodeBuilder{pt.Node("gpu-00").GPUWork(2, 10), pt.Node("gpu-01").GPUWork(1, 0.5),
+				pt.Node("gpu-02"), pt.Node("gpu-03").GPUWork(1, 3)},
+			want: []string{
+				"gpu-02 Pending→Draining [cordon] node (idle: no GPU pod) started: cordoning and draining for driver " + target,
+				"gpu-01 Pending→Draining [cordon] node (1 GPU pod, 0.5 GPU-hours in flight; the pending nodes go least first) started: cordoning and draining for driver " + target,
+			},
+		},
+		{
+			name:    "the canary is the canary, whatever its GPU work",
+			rollout: pt.Rollout("r").Canary(1).Parallel(2).MaxUnavailable(2),
+			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").GPUWork(2, 10), pt.Node("gpu-01")},
+			want: []string{
+				"gpu-00 Pending→Draining [cordon] canary node (2 GPU pods, 10.0 GPU-hours in flight; the pending nodes go least first) started: cordoning and draining for driver " + target,
+			},
+		},
+		{
 			name:    "a wait for jobs comes before the drain timeout",
 			rollout: pt.Rollout("r").Budget(1).Timeouts(10*time.Minute, 0, 0).WaitForJobs("job", "train", time.Hour),
 			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").In(v1alpha1.NodeDraining, ago(69*time.Minute)), pt.Node("gpu-01")},

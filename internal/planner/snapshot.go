@@ -113,6 +113,16 @@ type Node struct {
 	// Events, the Prometheus query) seen on the node; only those at or
 	// after Since count during a soak.
 	Signals []Signal
+
+	// GPUPods is how many pods on the node hold a GPU (HoldsGPU), and
+	// GPUWork the GPU work they have in flight, in GPU-seconds: each pod's
+	// GPUs times how long it has run. A drain destroys at most that (all
+	// of it for a job that never checkpoints), so the planner starts the
+	// pending nodes that hold the least first: no GPU pod, then the least
+	// work. Zero on a node whose pods were not observed: then the order is
+	// the nodes' own.
+	GPUPods int
+	GPUWork float64
 }
 
 // Signal is one health signal seen on a node.

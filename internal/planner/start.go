@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
@@ -171,8 +173,13 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 	// rest (pass 1). Two passes rather than two lists: no allocation on
 	// pools of thousands of nodes.
 	started, candidates, notReady, unavailableSkips, unmarked := 0, 0, 0, 0, 0
+	order := p.startOrder()
 	for pass := range 2 {
-		for i := range p.nodes {
+		for k := range p.nodes {
+			i := k
+			if order != nil {
+				i = order[k]
+			}
 			w := &p.nodes[i]
 			if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.canary != canaryOnly || out(w) != (pass == 0) {
 				continue
@@ -224,6 +231,42 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 	}
 }
 
+// startOrder is the order fill takes the nodes in: the cheapest first, by
+// the GPU work a drain would destroy (Node.GPUPods, Node.GPUWork): nodes
+// with no GPU pod, then the least GPU work in flight, each group in the
+// nodes' own order. Nil, the nodes' own order, when no node holds a GPU
+// pod (or none was observed): no allocation on an idle pool.
+//
+// No node waits for ever: the pending nodes are a set that only shrinks
+// (a started node never comes back to Pending, a node that joins is
+// labelled, not started), so a busy node is taken once the nodes cheaper
+// than it have gone, at the latest as the last one.
+func (p *planner) startOrder() []int {
+	busy := false
+	for i := range p.nodes {
+		if p.nodes[i].phase == v1alpha1.NodePending && p.nodes[i].n.GPUPods > 0 {
+			busy = true
+			break
+		}
+	}
+	if !busy {
+		return nil
+	}
+	order := make([]int, len(p.nodes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		na, nb := p.nodes[a].n, p.nodes[b].n
+		if c := cmp.Compare(min(na.GPUPods, 1), min(nb.GPUPods, 1)); c != 0 {
+			return c
+		}
+		return cmp.Compare(na.GPUWork, nb.GPUWork)
+	})
+	p.costOrdered = true
+	return order
+}
+
 // startReady says whether a pending node can be started on this path now:
 // a node joined on the target waits for its own install (joinWait).
 func (p *planner) startReady(w *work) readiness {
@@ -238,6 +281,9 @@ func (p *planner) startNode(w *work, canary bool) {
 	if canary {
 		what = "canary node"
 	}
+	if p.costOrdered {
+		what += " " + gpuWorkOf(w.n)
+	}
 	reason := fmt.Sprintf("%s started: cordoning and draining for driver %s", what, p.spec.TargetVersion)
 	if w.unschedulable {
 		reason = fmt.Sprintf("%s started: already cordoned by an admin, draining for driver %s", what, p.spec.TargetVersion)
@@ -246,4 +292,13 @@ func (p *planner) startNode(w *work, canary bool) {
 	p.move(w, v1alpha1.NodeDraining, reason, func(t *Transition) {
 		t.Cordon = !w.unschedulable
 	})
+}
+
+// gpuWorkOf says what a node's drain destroys at most, for the reason of
+// its start: "(idle: no GPU pod)", "(2 GPU pods, 3.5 GPU-hours in flight)".
+func gpuWorkOf(n *Node) string {
+	if n.GPUPods == 0 {
+		return "(idle: no GPU pod)"
+	}
+	return fmt.Sprintf("(%s, %.1f GPU-hours in flight; the pending nodes go least first)", plural(n.GPUPods, "GPU pod"), n.GPUWork/3600)
 }

@@ -254,6 +254,13 @@ func (b *NodeBuilder) Signal(at time.Time, reason string) *NodeBuilder {
 }
 
 // Build returns the node.
+// GPUWork says the node runs pods GPU pods with gpuHours of GPU work in
+// flight.
+func (b *NodeBuilder) GPUWork(pods int, gpuHours float64) *NodeBuilder {
+	b.n.GPUPods, b.n.GPUWork = pods, gpuHours*3600
+	return b
+}
+
 func (b *NodeBuilder) Build() planner.Node { return b.n }
 
 // Nodes builds n (at most 100) default nodes named prefix-00 … in name order.
