@@ -659,6 +659,39 @@ func TestDrainWaitsForJobs(t *testing.T) {
 	})
 }
 
+// TestIdleNodesFirst: of a pool's pending nodes the one with no GPU pod
+// starts before the one running a GPU job, whatever their names; the
+// Event of its start says why.
+func TestIdleNodesFirst(t *testing.T) {
+	env(t)
+	ctx := context.Background()
+	const ns = "idle-first"
+	nodes, _ := pool(t, ns, 2, oldDriver)
+	ensureNamespace(t, ns)
+	slowPod(t, ns, "train-0", nodes[0], 0, nil)
+	waitFor(t, 20*time.Second, "the job running", func() (bool, string) {
+		p := &corev1.Pod{}
+		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "train-0"}, p); err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning && p.Status.StartTime != nil, string(p.Status.Phase)
+	})
+	startController(t, RealClock{}, nil)
+	ro := newRollout(ns, ns, oldDriver, newDriver)
+	ro.Spec.Canary.Count = ptr.To(int32(0))
+	create(t, ro)
+	waitFor(t, 20*time.Second, "a node to start", func() (bool, string) {
+		a, b := getNode(t, nodes[0]).Labels[v1alpha1.LabelPhase], getNode(t, nodes[1]).Labels[v1alpha1.LabelPhase]
+		return a != "" && a != string(v1alpha1.NodePending) || b != "" && b != string(v1alpha1.NodePending), a + " " + b
+	})
+	if busy, idle := getNode(t, nodes[0]).Labels[v1alpha1.LabelPhase], getNode(t, nodes[1]).Labels[v1alpha1.LabelPhase]; busy != "" && busy != string(v1alpha1.NodePending) {
+		t.Errorf("the node running a GPU job (%s) started first (%s), the idle one is %q", nodes[0], busy, idle)
+	}
+	waitEvent(t, ns, "NodeDraining", "(idle: no GPU pod)")
+	waitPhase(t, ns, v1alpha1.PhaseCompleted, 60*time.Second)
+	assertDone(t, nodes, newDriver)
+}
+
 func TestCRDValidation(t *testing.T) {
 	env(t)
 	ctx := context.Background()

@@ -248,7 +248,7 @@ func TestPodsToDrain(t *testing.T) {
 }
 
 // resource1 is a quantity of one (a GPU).
-var resource1 = resource.MustParse("1")
+var resource1, resource8 = resource.MustParse("1"), resource.MustParse("8")
 
 func TestDriverState(t *testing.T) {
 	sel := labels.SelectorFromSet(labels.Set{"app.kubernetes.io/component": "nvidia-driver"})

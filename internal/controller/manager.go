@@ -145,6 +145,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	gpuPods, err := newGPUPodCache(ctx, cfg, mgr.GetScheme(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(gpuPods); err != nil {
+		return nil, fmt.Errorf("GPU pod cache: %w", err)
+	}
 	c := mgr.GetClient()
 	if o.WrapClient != nil {
 		c = o.WrapClient(c)
@@ -157,6 +166,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Metrics:    m,
 		Prometheus: o.Prometheus,
 		DriverPods: sel,
+		GPUPods:    gpuPods,
 		DrainRetry: o.DrainRetry,
 		HealthPoll: o.HealthPoll,
 		Version:    o.Version,

@@ -78,6 +78,11 @@ type Reconciler struct {
 	// DriverPods selects the GPU Operator's driver pods;
 	// DefaultDriverPodSelector when nil.
 	DriverPods labels.Selector
+	// GPUPods reads the cluster's GPU pods, trimmed to the GPU work they
+	// hold and indexed by node (newGPUPodCache), for the cost of starting
+	// each pending node; nil, every node costs the same and the nodes go
+	// in their own order.
+	GPUPods client.Reader
 	// DrainRetry is how soon a drain that still has pods is looked at again
 	// (a PodDisruptionBudget may allow the next eviction); 5 s when zero.
 	DrainRetry time.Duration

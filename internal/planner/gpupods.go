@@ -38,12 +38,19 @@ func HoldsGPU(p *corev1.Pod, extra labels.Selector) bool {
 
 func gpuResource(l corev1.ResourceList) bool {
 	for name, q := range l {
-		n := string(name)
-		if (n == v1alpha1.ResourceGPU || strings.HasPrefix(n, v1alpha1.ResourceGPU+".") || strings.HasPrefix(n, v1alpha1.ResourceMIGPrefix)) && !q.IsZero() {
+		if GPUResource(name) && !q.IsZero() {
 			return true
 		}
 	}
 	return false
+}
+
+// GPUResource says an extended resource is a GPU or a MIG device:
+// v1alpha1.ResourceGPU, a renamed shared GPU ("nvidia.com/gpu.shared"), or
+// v1alpha1.ResourceMIGPrefix followed by a profile.
+func GPUResource(name corev1.ResourceName) bool {
+	n := string(name)
+	return n == v1alpha1.ResourceGPU || strings.HasPrefix(n, v1alpha1.ResourceGPU+".") || strings.HasPrefix(n, v1alpha1.ResourceMIGPrefix)
 }
 
 // EvictModeOf is spec.evict.mode, v1alpha1.DefaultEvictMode when unset.

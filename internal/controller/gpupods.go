@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
+
+// The GPU pods of the cluster, for the cost of starting each pending node
+// (planner.Node.GPUPods, GPUWork): which nodes run GPU work, and how much
+// a drain would destroy. The manager's own cache holds driver pods only
+// (by label); this is a cache of its own over every pod (the API server
+// cannot select pods by the resources they request), whose transform keeps
+// of a pod that holds a GPU only what the cost reads (its node, start time
+// and GPU count) and of any other pod nothing but its name: its memory
+// follows the GPU pods, not the pods. Nothing is watched for it: a pod that
+// starts or ends changes which node is cheapest, not whether a pass runs.
+
+// gpuCountResource is where the transform keeps a GPU pod's GPU count, in
+// its trimmed copy alone: the limit of its one container.
+const gpuCountResource = corev1.ResourceName("gpufleet.io/gpus")
+
+// newGPUPodCache is that cache, with its pods indexed by node.
+func newGPUPodCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts cache.Options) (cache.Cache, error) {
+	opts.Scheme = scheme
+	opts.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: trimToGPUWork}}
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("GPU pod cache: %w", err)
+	}
+	if err := c.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("GPU pod cache: index pods by node: %w", err)
+	}
+	return c, nil
+}
+
+// trimToGPUWork keeps of a running pod that holds a GPU its name, node,
+// start time and GPU count (as a limit of one container); of any other pod
+// its name alone, without a node, so the index leaves it out. It may be
+// given what it returned (the informer transforms an object it already
+// holds again, on a relist), which it returns as it is.
+func trimToGPUWork(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || trimmed(p) {
+		return obj, nil
+	}
+	out := &corev1.Pod{TypeMeta: p.TypeMeta}
+	out.Name, out.Namespace, out.UID, out.ResourceVersion = p.Name, p.Namespace, p.UID, p.ResourceVersion
+	if p.Status.Phase != corev1.PodRunning || !planner.HoldsGPU(p, nil) {
+		return out, nil
+	}
+	out.Spec.NodeName = p.Spec.NodeName
+	out.Status.Phase = p.Status.Phase
+	out.Status.StartTime = p.Status.StartTime
+	out.Spec.Containers = []corev1.Container{{Name: "gpus", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{gpuCountResource: *resource.NewQuantity(int64(gpusOf(p)), resource.DecimalSI)},
+	}}}
+	return out, nil
+}
+
+// trimmed says p is what trimToGPUWork returns: a pod with no spec but
+// its node, or with the one container that holds its GPU count.
+func trimmed(p *corev1.Pod) bool {
+	switch len(p.Spec.Containers) {
+	case 0:
+		return true
+	case 1:
+		_, ok := p.Spec.Containers[0].Resources.Limits[gpuCountResource]
+		return ok
+	}
+	return false
+}
+
+// gpusOf is how many GPUs (or MIG devices) pod p holds: the most any one
+// container asks for, init containers included (the scheduler's reading of
+// a pod's request), at least one for a pod that holds a GPU another way (a
+// device claim, a renamed resource).
+func gpusOf(p *corev1.Pod) int {
+	most := 0
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		n := 0
+		for i := range cs {
+			n = max(n, gpuQuantity(cs[i].Resources.Limits), gpuQuantity(cs[i].Resources.Requests))
+		}
+		most = max(most, n)
+	}
+	return max(most, 1)
+}
+
+func gpuQuantity(l corev1.ResourceList) int {
+	n := 0
+	for name, q := range l {
+		if planner.GPUResource(name) {
+			n += int(q.Value())
+		}
+	}
+	return n
+}
+
+// gpuWork is what the GPU pods of the cache say of node at now: how many
+// hold a GPU, and their GPU-seconds in flight.
+func (r *Reconciler) gpuWork(ctx context.Context, node string, now time.Time) (int, float64, error) {
+	if r.GPUPods == nil {
+		return 0, 0, nil
+	}
+	var pods corev1.PodList
+	if err := r.GPUPods.List(ctx, &pods, client.MatchingFields{indexPodNode: node}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, 0, fmt.Errorf("list GPU pods on node %s: %w", node, err)
+	}
+	work := 0.0
+	for _, p := range pods.Items {
+		gpus := 1
+		if len(p.Spec.Containers) == 1 {
+			if q, ok := p.Spec.Containers[0].Resources.Limits[gpuCountResource]; ok {
+				gpus = int(q.Value())
+			}
+		}
+		if p.Status.StartTime != nil && now.After(p.Status.StartTime.Time) {
+			work += float64(gpus) * now.Sub(p.Status.StartTime.Time).Seconds()
+		}
+	}
+	return len(pods.Items), work, nil
+}
