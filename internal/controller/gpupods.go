@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -21,15 +22,22 @@ import (
 // (by label); this is a cache of its own over every pod (the API server
 // cannot select pods by the resources they request), whose transform keeps
 // of a pod that holds a GPU only what the cost reads (its node, start time
-// and GPU count) and of any other pod nothing but its name: its memory
-// follows the GPU pods, not the pods. Nothing is watched for it: a pod that
-// starts or ends changes which node is cheapest, not whether a pass runs.
+// and GPU count) and of any other pod nothing but its name, which is all
+// such a pod costs it. A pass reads the GPU pods alone, through an index
+// that holds them (indexGPUPod), once for every pending node. Nothing is
+// watched for it: a pod that starts or ends changes which node is
+// cheapest, not whether a pass runs.
 
 // gpuCountResource is where the transform keeps a GPU pod's GPU count, in
 // its trimmed copy alone: the limit of its one container.
 const gpuCountResource = corev1.ResourceName("gpufleet.io/gpus")
 
-// newGPUPodCache is that cache, with its pods indexed by node.
+// indexGPUPod indexes the GPU pods of that cache (those the transform kept
+// a node for) under one key, "true", so a pass reads them all at once
+// without going over the cluster's other pods.
+const indexGPUPod = "gpufleet.io/gpu-pod"
+
+// newGPUPodCache is that cache, its GPU pods indexed (indexGPUPod).
 func newGPUPodCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts cache.Options) (cache.Cache, error) {
 	opts.Scheme = scheme
 	opts.ByObject = map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: trimToGPUWork}}
@@ -37,13 +45,13 @@ func newGPUPodCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Schem
 	if err != nil {
 		return nil, fmt.Errorf("GPU pod cache: %w", err)
 	}
-	if err := c.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
+	if err := c.IndexField(ctx, &corev1.Pod{}, indexGPUPod, func(o client.Object) []string {
+		if o.(*corev1.Pod).Spec.NodeName != "" {
+			return []string{"true"}
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("GPU pod cache: index pods by node: %w", err)
+		return nil, fmt.Errorf("GPU pod cache: index its GPU pods: %w", err)
 	}
 	return c, nil
 }
@@ -111,18 +119,41 @@ func gpuQuantity(l corev1.ResourceList) int {
 	return n
 }
 
-// gpuWork is what the GPU pods of the cache say of node at now: how many
-// hold a GPU, and their GPU-seconds in flight.
-func (r *Reconciler) gpuWork(ctx context.Context, node string, now time.Time) (int, float64, error) {
+// nodeGPUWork is what a node's GPU pods hold: how many, and their
+// GPU-seconds in flight.
+type nodeGPUWork struct {
+	pods    int
+	seconds float64
+}
+
+// gpuWork is what the GPU pods of the cache say, at now, of the pending
+// nodes among nodes[work], by node name: one read of the cache's GPU pods
+// (an index of those alone), none when no node is pending or there is no
+// cache.
+func (r *Reconciler) gpuWork(ctx context.Context, nodes []planner.Node, work []int, now time.Time) (map[string]nodeGPUWork, error) {
 	if r.GPUPods == nil {
-		return 0, 0, nil
+		return nil, nil
+	}
+	pending := map[string]bool{}
+	for _, i := range work {
+		if ph := nodes[i].Phase; ph == "" || ph == v1alpha1.NodePending {
+			pending[nodes[i].Name] = true
+		}
+	}
+	if len(pending) == 0 {
+		return nil, nil
 	}
 	var pods corev1.PodList
-	if err := r.GPUPods.List(ctx, &pods, client.MatchingFields{indexPodNode: node}, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, 0, fmt.Errorf("list GPU pods on node %s: %w", node, err)
+	if err := r.GPUPods.List(ctx, &pods, client.MatchingFields{indexGPUPod: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list GPU pods: %w", err)
 	}
-	work := 0.0
+	out := map[string]nodeGPUWork{}
 	for _, p := range pods.Items {
+		if !pending[p.Spec.NodeName] {
+			continue
+		}
+		w := out[p.Spec.NodeName]
+		w.pods++
 		gpus := 1
 		if len(p.Spec.Containers) == 1 {
 			if q, ok := p.Spec.Containers[0].Resources.Limits[gpuCountResource]; ok {
@@ -130,8 +161,9 @@ func (r *Reconciler) gpuWork(ctx context.Context, node string, now time.Time) (i
 			}
 		}
 		if p.Status.StartTime != nil && now.After(p.Status.StartTime.Time) {
-			work += float64(gpus) * now.Sub(p.Status.StartTime.Time).Seconds()
+			w.seconds += float64(gpus) * now.Sub(p.Status.StartTime.Time).Seconds()
 		}
+		out[p.Spec.NodeName] = w
 	}
-	return len(pods.Items), work, nil
+	return out, nil
 }

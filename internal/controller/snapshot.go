@@ -86,8 +86,17 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 	if err != nil {
 		return nil, err
 	}
+	// What starting each pending node would cost (planner.Node.GPUWork):
+	// the GPU pods of the cache, read once for all of them.
+	gpu, err := r.gpuWork(ctx, obs.snap.Nodes, work, now)
+	if err != nil {
+		return nil, err
+	}
 	for _, i := range work {
 		n := &obs.snap.Nodes[i]
+		if w, ok := gpu[n.Name]; ok {
+			n.GPUPods, n.GPUWork = w.pods, w.seconds
+		}
 		if err := r.observeWork(ctx, ro, obs.nodes[n.Name], n, obs, read, now); err != nil {
 			return nil, err
 		}
@@ -131,13 +140,8 @@ func (r *Reconciler) listNodes(ctx context.Context) ([]*corev1.Node, error) {
 func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout, node *corev1.Node, n *planner.Node, obs *observation, read map[string][]corev1.Pod, now time.Time) error {
 	n.DriverVersion = node.Labels[v1alpha1.LabelGFDDriverFull]
 	phase := n.Phase
-	if phase == "" || phase == v1alpha1.NodePending {
-		// What starting it would cost (planner.Node.GPUWork).
-		var err error
-		n.GPUPods, n.GPUWork, err = r.gpuWork(ctx, node.Name, now)
-		return err
-	}
-	if phase == v1alpha1.NodeDone || phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeQuarantined {
+	if phase == "" || phase == v1alpha1.NodePending || phase == v1alpha1.NodeDone ||
+		phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeQuarantined {
 		return nil
 	}
 	if phase == v1alpha1.NodeDraining {

@@ -69,7 +69,7 @@ func (w *walker) application(name string) Link {
 		return l
 	case a.InProgress() && a.Operation.Retrying():
 		l.Step, l.State = StepSync, BrokenState
-		l.Message = fmt.Sprintf("a sync of %s failed and Argo CD retries it (attempt %d, each with the branch's latest commit): %s", short(a.Operation.Revision), a.Operation.RetryCount, syncFailure(a))
+		l.Message = fmt.Sprintf("a sync of %s failed and Argo CD retries it (attempt %d, each with the branch's latest commit): %s", short(a.Operation.Revision), a.Operation.RetryCount, a.OperationMessage())
 		l.Next = get
 		return l
 	case a.InProgress():
@@ -83,7 +83,7 @@ func (w *walker) application(name string) Link {
 	case a.Sync != gate.ArgoSynced:
 		if a.LastSyncFailed() && gate.RevisionMatches(a.Operation.Revision, a.Revision) {
 			l.Step, l.State = StepSync, BrokenState
-			l.Message = fmt.Sprintf("the sync of %s failed: %s", short(a.Operation.Revision), syncFailure(a))
+			l.Message = fmt.Sprintf("the sync of %s failed: %s", short(a.Operation.Revision), a.OperationMessage())
 			l.Next = sync
 			return l
 		}
@@ -166,17 +166,6 @@ func comparisonError(a *gate.Application) string {
 		}
 	}
 	return ""
-}
-
-// syncFailure is what the last sync said, with the first resource that
-// failed and why.
-func syncFailure(a *gate.Application) string {
-	msg := a.Operation.Message
-	if len(a.Operation.Failed) > 0 {
-		r := a.Operation.Failed[0]
-		msg += " (" + r.Ref() + ": " + or(r.Message, or(r.Health, r.Sync)) + ")"
-	}
-	return msg
 }
 
 // waitingOn names the first resource a running sync waits for: not healthy

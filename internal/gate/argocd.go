@@ -24,7 +24,6 @@ const (
 // Application is what the gate and explain read of an Argo CD Application:
 // the fields of its spec and status that say whether it applied a revision.
 type Application struct {
-	Name string
 	// Automated: spec.syncPolicy.automated is set and not disabled, so Argo
 	// CD applies each new revision by itself.
 	Automated bool
@@ -88,7 +87,7 @@ func ReadApplication(u *unstructured.Unstructured) *Application {
 	if u == nil {
 		return nil
 	}
-	a := &Application{Name: u.GetName()}
+	a := &Application{}
 	if auto, ok, _ := unstructured.NestedMap(u.Object, "spec", "syncPolicy", "automated"); ok && auto != nil {
 		enabled, set, _ := unstructured.NestedBool(auto, "enabled")
 		a.Automated = !set || enabled
@@ -231,13 +230,13 @@ func applicationReady(u *unstructured.Unstructured, revision string) (bool, stri
 	case !a.Automated:
 		return false, observed, "automated sync is off: Argo CD applies no new revision until someone syncs it by hand"
 	case a.InProgress():
-		return false, observed, "a sync is in progress (Argo CD applies the next revision after it): " + a.operationMessage()
+		return false, observed, "a sync is in progress (Argo CD applies the next revision after it): " + a.OperationMessage()
 	case a.Sync != ArgoSynced:
 		msg := "Argo CD finds it " + cmpOr(a.Sync, "Unknown")
 		if len(a.Conditions) > 0 {
 			msg += ": " + strings.Join(a.Conditions, "; ")
 		} else if a.LastSyncFailed() {
-			msg += "; the last sync failed: " + a.operationMessage()
+			msg += "; the last sync failed: " + a.OperationMessage()
 		}
 		return false, observed, msg
 	case !RevisionMatches(a.Revision, revision):
@@ -254,9 +253,9 @@ func applicationReady(u *unstructured.Unstructured, revision string) (bool, stri
 	return true, observed, ""
 }
 
-// operationMessage is what the last sync said, with the first resource it
-// failed on.
-func (a *Application) operationMessage() string {
+// OperationMessage is what the last sync said, with the first resource it
+// failed on and why.
+func (a *Application) OperationMessage() string {
 	if a.Operation == nil {
 		return ""
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -40,9 +39,8 @@ func (w *World) Dump(cluster string) string {
 		if !w.ArgoCD(cluster) {
 			break
 		}
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gate.KindApplication.GVK)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: testbed.ArgoCDNamespace, Name: name}, u); err != nil {
+		u, err := w.application(cluster, name)
+		if err != nil {
 			fmt.Fprintf(&b, "Application %s: %v\n", name, err)
 			continue
 		}

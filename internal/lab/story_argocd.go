@@ -138,7 +138,7 @@ func (s *fleetStory) argoFirstSync() {
 	})
 	s.check("stg: the real Argo CD took in everything render wrote: both Applications Synced and Healthy, no resource out of sync, no warning", func(w *Play) {
 		for _, name := range render.ArgoCDApps() {
-			a := gate.ReadApplication(w.application(Staging, name))
+			a := w.argoApp(Staging, name)
 			if a == nil {
 				w.T.Errorf("no Application %s", name)
 				continue
@@ -203,14 +203,22 @@ func (w *Play) Bootstrap(cluster string) {
 	}
 }
 
-// application is cluster's Application name, or nil.
-func (w *Play) application(cluster, name string) *unstructured.Unstructured {
+// application reads cluster's Application name; nil and the error when it
+// cannot.
+func (w *World) application(cluster, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gate.KindApplication.GVK)
 	if err := w.Client(cluster).Get(w.Context(), client.ObjectKey{Namespace: testbed.ArgoCDNamespace, Name: name}, u); err != nil {
-		return nil
+		return nil, err
 	}
-	return u
+	return u, nil
+}
+
+// argoApp is what the gate reads of cluster's Application name; nil when it
+// cannot be read.
+func (w *World) argoApp(cluster, name string) *gate.Application {
+	u, _ := w.application(cluster, name)
+	return gate.ReadApplication(u)
 }
 
 // argoDrift is a hand edit of an object Argo CD applied, which its
@@ -249,7 +257,7 @@ func (s *fleetStory) argoDrift() {
 func (s *fleetStory) argoExplainStalled() {
 	s.check("stg: explain names the DriverRollout's failing health check on Application gpu-stack", func(w *Play) {
 		w.Eventually(time.Minute, "gpu-stack Degraded by the DriverRollout", func() (bool, string) {
-			a := gate.ReadApplication(w.application(Staging, render.ArgoCDStackApp))
+			a := w.argoApp(Staging, render.ArgoCDStackApp)
 			return a != nil && a.Health == gate.ArgoDegraded, fmt.Sprintf("%+v", a)
 		})
 		out, code := w.Gpufleet("explain", Staging, "-f", w.FleetFile, "--kubeconfig", w.Testbed.Kubeconfig, "-o", "json")

@@ -202,7 +202,7 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	// them), and gpufleet's where render installs the controller; else the
 	// testbed installs the DriverRollout CRD, as the hand-applied install
 	// manifests would.
-	fromFleet := controllerInFleet(o.FleetTOML)
+	fromFleet, argo := fleetFacts(o.FleetTOML)
 	var crds []string
 	if !fromFleet {
 		crds = append(crds, filepath.Join(o.Root, "config", "crd", "bases"))
@@ -217,7 +217,6 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 	// notification-controller, which also installs the image automation
 	// CRDs; without its programs the stack is left out.
 	stack := o.StackCRDs && bins.CheckFluxImage() == nil
-	argo := argoClusters(o.FleetTOML)
 	tb, err := testbed.Start(ctx, testbed.Options{
 		Clusters: o.Clusters, CRDDirs: crds, ArgoCD: argo,
 		Flux: true, Notification: stack, Git: true, Kube: true, Kwok: true,
@@ -400,28 +399,19 @@ func (w *World) git(args ...string) (string, error) {
 // Flux, for it).
 func (w *World) ArgoCD(cluster string) bool { return w.argo[cluster] }
 
-// argoClusters are the clusters the fleet file puts on Argo CD; none for a
-// file that is no fleet yet.
-func argoClusters(src []byte) []string {
+// fleetFacts is what Start needs to know of the story's fleet file before
+// the world runs: whether it names gpufleet-controller's version (so that
+// render installs it), and which clusters it puts on Argo CD. A file that
+// is no fleet yet (one `gpufleet init` is to write) says neither.
+func fleetFacts(src []byte) (controller bool, argo []string) {
 	f, err := fleet.Parse("fleet.toml", src)
 	if err != nil {
-		return nil
-	}
-	return f.ArgoCDClusters()
-}
-
-// controllerInFleet reports whether the fleet file names gpufleet-
-// controller's version, so that render installs it. A file that is no
-// fleet yet (one `gpufleet init` is to write) names none.
-func controllerInFleet(src []byte) bool {
-	f, err := fleet.Parse("fleet.toml", src)
-	if err != nil {
-		return false
+		return false, nil
 	}
 	for _, r := range f.Releases {
 		if r.Controller != "" {
-			return true
+			controller = true
 		}
 	}
-	return false
+	return controller, f.ArgoCDClusters()
 }

@@ -1,21 +1,17 @@
 package render
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
+	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -137,26 +133,15 @@ func argoHealthOf(p clusterPlan, raw rawManifests) (rawManifests, error) {
 	for _, ref := range operatorHealthChecks(p) {
 		waited[ref.Kind+"/"+ref.Namespace+"/"+ref.Name] = true
 	}
+	docs, err := crdcheck.SplitYAML(raw)
+	if err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
-	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	for {
-		doc, err := docs.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
+	for _, j := range docs {
 		var obj map[string]any
 		if err := json.Unmarshal(j, &obj); err != nil {
 			return nil, err
-		}
-		if len(obj) == 0 {
-			continue
 		}
 		u := unstructured.Unstructured{Object: obj}
 		if !waited[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] {
@@ -205,49 +190,60 @@ func setAnnotation(obj any, key, value string) error {
 	return nil
 }
 
+// argoApplication is an Application of p's cluster applying folder source
+// of the fleet repository, in project, with syncOptions.
+func argoApplication(p clusterPlan, name, project, source string, syncOptions []string) map[string]any {
+	g := p.fleet.GitOps
+	return map[string]any{
+		"apiVersion": argoAPIVersion,
+		"kind":       "Application",
+		// No resources-finalizer: deleting an Application must never
+		// delete the GPU Operator and every driver with it.
+		"metadata": map[string]any{"name": name, "namespace": ArgoCDNamespace, "labels": baseLabels(p)},
+		"spec": map[string]any{
+			"project": project,
+			"source": map[string]any{
+				"repoURL":        g.Repository,
+				"targetRevision": g.Branch,
+				"path":           source,
+			},
+			"destination": map[string]any{"server": argoInCluster},
+			"syncPolicy": map[string]any{
+				// Automated, pruning and repairing drift: what a Flux
+				// Kustomization with prune does on every interval.
+				"automated":   map[string]any{"prune": true, "selfHeal": true},
+				"syncOptions": syncOptions,
+				// A sync that failed is tried again for as long as it
+				// fails, as Flux retries a step at every interval, and
+				// each try takes the branch's latest commit (refresh):
+				// the commit that fixes it, or an abort, is applied at
+				// the next try, at most a minute later, not after the
+				// retries run out. (Without a retry policy Argo CD
+				// gives up after five tries and waits for a commit.)
+				"retry": map[string]any{
+					"limit":   -1,
+					"refresh": true,
+					"backoff": map[string]any{"duration": "5s", "factor": 2, "maxDuration": "1m"},
+				},
+			},
+		},
+	}
+}
+
+// rootApplication is the cluster's root Application: it applies the
+// cluster's argocd/ folder, itself included. It is in the project every
+// Argo CD install has, since gpufleet's own comes with it.
+func rootApplication(p clusterPlan) map[string]any {
+	return argoApplication(p, ArgoCDRootApp, "default", path.Join(ClusterDir(p.cluster.Name), ArgoCDDir), []string{"PruneLast=true"})
+}
+
 // argoCDObjects are the objects of the cluster's argocd/ folder.
 func argoCDObjects(p clusterPlan) []object {
 	g := p.fleet.GitOps
 	dir := ClusterDir(p.cluster.Name)
 	labels := baseLabels(p)
-	app := func(name, project, source string, syncOptions []string) map[string]any {
-		return map[string]any{
-			"apiVersion": argoAPIVersion,
-			"kind":       "Application",
-			// No resources-finalizer: deleting an Application must never
-			// delete the GPU Operator and every driver with it.
-			"metadata": map[string]any{"name": name, "namespace": ArgoCDNamespace, "labels": labels},
-			"spec": map[string]any{
-				"project": project,
-				"source": map[string]any{
-					"repoURL":        g.Repository,
-					"targetRevision": g.Branch,
-					"path":           source,
-				},
-				"destination": map[string]any{"server": argoInCluster},
-				"syncPolicy": map[string]any{
-					// Automated, pruning and repairing drift: what a Flux
-					// Kustomization with prune does on every interval.
-					"automated":   map[string]any{"prune": true, "selfHeal": true},
-					"syncOptions": syncOptions,
-					// A sync that failed is tried again for as long as it
-					// fails, as Flux retries a step at every interval, and
-					// each try takes the branch's latest commit (refresh):
-					// the commit that fixes it, or an abort, is applied at
-					// the next try, at most a minute later, not after the
-					// retries run out. (Without a retry policy Argo CD
-					// gives up after five tries and waits for a commit.)
-					"retry": map[string]any{
-						"limit":   -1,
-						"refresh": true,
-						"backoff": map[string]any{"duration": "5s", "factor": 2, "maxDuration": "1m"},
-					},
-				},
-			},
-		}
-	}
-	root := app(ArgoCDRootApp, "default", path.Join(dir, ArgoCDDir), []string{"PruneLast=true"})
-	stack := app(ArgoCDStackApp, argoProject, dir, []string{
+	root := rootApplication(p)
+	stack := argoApplication(p, ArgoCDStackApp, argoProject, dir, []string{
 		// Server-side apply, as Flux's kustomize-controller applies: no
 		// last-applied annotation (the GPU Operator's CRDs are too large
 		// for one), fields others own left to them, and Argo CD diffs on
@@ -286,11 +282,13 @@ func argoCDObjects(p clusterPlan) []object {
 			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
 		},
 	}
+	repoLabels := baseLabels(p)
+	repoLabels["argocd.argoproj.io/secret-type"] = "repository"
 	repo := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "gpufleet-repository", Namespace: ArgoCDNamespace,
-			Labels: mergeLabels(labels, map[string]string{"argocd.argoproj.io/secret-type": "repository"}),
+			Labels: repoLabels,
 		},
 		// The URL alone: credentials never go into the fleet repository
 		// in plain text (see the README on Argo CD and secrets).
@@ -320,17 +318,6 @@ func argoCDObjects(p clusterPlan) []object {
 	}
 }
 
-func mergeLabels(a, b map[string]string) map[string]string {
-	out := make(map[string]string, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
-}
-
 // ArgoCDBootstrap is the path of the one file a person applies by hand to
 // put cluster under Argo CD (`kubectl apply -f`): the root Application.
 func ArgoCDBootstrap(cluster string) string {
@@ -347,8 +334,7 @@ func ArgoCDRootApplication(f *fleet.Fleet, cluster string) ([]byte, error) {
 	if f.EngineFor(cluster) != fleet.EngineArgoCD {
 		return nil, fmt.Errorf("cluster %s is on %s, not on Argo CD", cluster, f.EngineFor(cluster))
 	}
-	root := argoCDObjects(planFor(f, c))[0]
-	b, err := encodeObject(root.obj)
+	b, err := encodeObject(rootApplication(planFor(f, c)))
 	if err != nil {
 		return nil, err
 	}

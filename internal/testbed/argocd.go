@@ -1,12 +1,9 @@
 package testbed
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/crdcheck"
 )
 
 // Argo CD, as the testbed runs it for a cluster that asks for it
@@ -227,24 +224,19 @@ func installArgoCDConfig(ctx context.Context, bins Binaries, c *Cluster) error {
 
 // yamlDocs reads the objects of a multi-document YAML file.
 func yamlDocs(b []byte) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			return nil, err
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
+	docs, err := crdcheck.SplitYAML(b)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]*unstructured.Unstructured, 0, len(docs))
+	for _, j := range docs {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // LogTail returns the last n lines of each program's log.
