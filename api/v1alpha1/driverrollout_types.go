@@ -44,6 +44,9 @@ type DriverRolloutList struct {
 // DriverRolloutSpec says what to roll out, where, and how carefully.
 //
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.abort) || !oldSelf.abort || (has(self.abort) && self.abort)",message="abort cannot be undone: create a new rollout"
+// +kubebuilder:validation:XValidation:rule="!has(self.maintenanceDomain) || self.maintenanceDomain.maxNodes <= (has(self.parallelNodes) ? self.parallelNodes : 1)",message="maintenanceDomain.maxNodes exceeds parallelNodes: a domain is started as one unit, every node of it in flight at once"
+// +kubebuilder:validation:XValidation:rule="!has(self.maintenanceDomain) || !has(self.maxUnavailable) || type(self.maxUnavailable) != int || self.maintenanceDomain.maxNodes <= self.maxUnavailable",message="maintenanceDomain.maxNodes exceeds maxUnavailable: a domain is taken out of service as one unit"
+// +kubebuilder:validation:XValidation:rule="!has(self.maintenanceDomain) || !has(self.actuator) || self.actuator != 'gpu-operator'",message="maintenanceDomain needs the gpufleet actuator: the GPU Operator's upgrade controller moves and returns nodes one by one"
 type DriverRolloutSpec struct {
 	// TargetVersion is the driver version to install, e.g. "580.95.05",
 	// or the branch of a precompiled driver, e.g. "570": a node runs a
@@ -152,6 +155,18 @@ type DriverRolloutSpec struct {
 	// swapped.
 	// +optional
 	Evict EvictSpec `json:"evict,omitzero"`
+
+	// MaintenanceDomain groups the selected nodes that share a value of a
+	// node label (an NVLink/IMEX domain: nvidia.com/gpu.clique) into one
+	// unit of maintenance: cordoned and drained together, upgraded and
+	// validated together, back in service together, counted together
+	// against parallelNodes and maxUnavailable; the canary is whole
+	// domains, and a failed node rolls its whole domain back. A job spans
+	// every node of such a domain, so upgrading it node by node would
+	// interrupt that job once per node. A node without the label is a
+	// domain of its own.
+	// +optional
+	MaintenanceDomain *MaintenanceDomain `json:"maintenanceDomain,omitempty"`
 
 	// Health names the signals that fail a node during its soak.
 	// +optional
@@ -311,6 +326,23 @@ type StepTimeouts struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="must be a duration from 0s to 168h, 0s excluded"
 	Validate metav1.Duration `json:"validate,omitzero"`
+}
+
+// MaintenanceDomain names the node label whose values are the domains.
+type MaintenanceDomain struct {
+	// NodeLabel is the label key, e.g. nvidia.com/gpu.clique (GPU Feature
+	// Discovery's label of a node's NVLink domain).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	NodeLabel string `json:"nodeLabel"`
+	// MaxNodes is the most nodes one domain holds (18 on a GB200 NVL72
+	// rack of 4-GPU trays). The schema refuses a value above parallelNodes
+	// or a count of maxUnavailable, so a domain can always start; a domain
+	// found larger than it, or than a percentage of maxUnavailable
+	// resolves to, does not start, and the status says so.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxNodes int32 `json:"maxNodes"`
 }
 
 // EvictMode is which pods a drain evicts.

@@ -83,6 +83,10 @@ const (
 	// LabelGFDMIGCapable says whether the GPU can be partitioned with MIG
 	// ("true" or "false").
 	LabelGFDMIGCapable = "nvidia.com/mig.capable"
+	// LabelGFDClique is the node's NVLink/IMEX domain (clique) on systems
+	// whose GPUs share one across nodes, e.g. a GB200 NVL72 rack: the
+	// label a DriverRollout's maintenanceDomain usually names.
+	LabelGFDClique = "nvidia.com/gpu.clique"
 )
 
 // The labels the GPU Operator and its mig-manager put on a node and

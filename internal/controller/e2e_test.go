@@ -714,6 +714,7 @@ func TestCRDValidation(t *testing.T) {
 		ro.Spec.MaxUnavailable = ptr.To(intstr.FromString("150%"))
 		ro.Spec.Canary = v1alpha1.CanarySpec{Count: ptr.To[int32](1), Nodes: []string{"a"}}
 		ro.Spec.TargetVersion = "latest"
+		ro.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 18}
 		err := suite.c.Create(ctx, ro)
 		if !apierrors.IsInvalid(err) {
 			t.Fatalf("create an invalid plan: %v", err)
@@ -722,6 +723,7 @@ func TestCRDValidation(t *testing.T) {
 			`spec.targetVersion: Invalid value: "latest"`,
 			"maxUnavailable must be a count >= 1 or a percentage",
 			"canary count and canary nodes are mutually exclusive",
+			"maintenanceDomain.maxNodes exceeds parallelNodes",
 		} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)

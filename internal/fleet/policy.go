@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
@@ -43,6 +44,8 @@ type rawPolicySettings struct {
 	GPUPodSelector    *string     `toml:"gpu-pod-selector"`
 	WaitForPods       *string     `toml:"wait-for-pods"`
 	WaitTimeout       *string     `toml:"wait-timeout"`
+	MaintenanceDomain *string     `toml:"maintenance-domain"`
+	DomainSize        *int        `toml:"domain-size"`
 }
 
 type rawWindow struct {
@@ -183,14 +186,57 @@ func (f *Fleet) validatePolicy(probs *problemList) {
 		if pol := f.policies[name]; total > 0 && pol.CanaryNodes >= total && total > 1 {
 			probs.add(f.policyKeyFor(name, "canary-nodes"), "canary-nodes (%d) must be fewer than the %d nodes of cluster %q", pol.CanaryNodes, total, name)
 		}
+		f.validateDomain(name, total, probs)
 	}
 }
 
-// policyKeyFor returns the most specific key that sets field for cluster.
-func (f *Fleet) policyKeyFor(cluster, field string) string {
+// maxDomainSize is the schema's bound on maintenanceDomain.maxNodes.
+const maxDomainSize = 1000
+
+// validateDomain refuses, for one cluster, a maintenance domain that could
+// never start: a domain is taken out as one unit, so it must fit in
+// parallel-nodes and max-unavailable (a percentage resolved over the
+// cluster's nodes, where the fleet file counts them), and only gpufleet's
+// own actuator moves nodes as a unit. The DriverRollout's schema refuses the
+// same where it can (not a percentage: it does not know the pool).
+func (f *Fleet) validateDomain(name string, total int, probs *problemList) {
+	pol := f.policies[name]
+	if pol.MaintenanceDomain == "" || pol.DomainSize == 0 {
+		return
+	}
+	if pol.Actuator == v1alpha1.ActuatorGPUOperator {
+		probs.add(f.policyKeyFor(name, "maintenance-domain", "actuator"), "maintenance-domain needs actuator %q: on %q the operator's upgrade controller returns each node to service by itself, so a domain of cluster %q could not return as one unit",
+			v1alpha1.ActuatorGPUFleet, v1alpha1.ActuatorGPUOperator, name)
+		return
+	}
+	parallel := max(pol.ParallelNodes, v1alpha1.DefaultParallelNodes)
+	if pol.DomainSize > parallel {
+		probs.add(f.policyKeyFor(name, "domain-size", "parallel-nodes"), "domain-size (%d) exceeds parallel-nodes (%d) of cluster %q: a maintenance domain starts as one unit, every node of it in flight at once",
+			pol.DomainSize, parallel, name)
+	}
+	if pol.MaxUnavailable.Percent && total == 0 {
+		return // resolved over the pool in the cluster; the planner says so there
+	}
+	if allowed := v1alpha1.MaxUnavailableOf(pol.MaxUnavailable.IntOrString(), total); pol.DomainSize > allowed {
+		what := pol.MaxUnavailable.String()
+		if pol.MaxUnavailable.Percent {
+			what = fmt.Sprintf("%s of %d nodes: %d", what, total, allowed)
+		} else if pol.MaxUnavailable.Value == 0 {
+			what = fmt.Sprintf("%d, the default", allowed)
+		}
+		probs.add(f.policyKeyFor(name, "domain-size", "max-unavailable"), "domain-size (%d) exceeds max-unavailable (%s) of cluster %q: a maintenance domain is taken out of service as one unit",
+			pol.DomainSize, what, name)
+	}
+}
+
+// policyKeyFor returns the most specific key that sets one of fields for
+// cluster (at one level, the first of fields that is set there).
+func (f *Fleet) policyKeyFor(cluster string, fields ...string) string {
 	for _, key := range []string{joinKey("policy.clusters", cluster), joinKey("policy.environments", f.Clusters[cluster].Environment), "policy"} {
-		if _, ok := f.positions.at[key+"."+field]; ok {
-			return key + "." + field
+		for _, field := range fields {
+			if _, ok := f.positions.at[key+"."+field]; ok {
+				return key + "." + field
+			}
 		}
 	}
 	return joinKey("clusters", cluster)
@@ -282,6 +328,28 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 			key = "wait-timeout"
 		}
 		bad(key, "wait-for-pods and wait-timeout go together: the pods a drain leaves to finish, and for how long (e.g. wait-for-pods = \"app=trainer\", wait-timeout = \"4h\")")
+	}
+	if s.MaintenanceDomain != nil {
+		if errs := validation.IsQualifiedName(*s.MaintenanceDomain); len(errs) > 0 {
+			bad("maintenance-domain", "%q is not a node label key such as %q (an optional DNS prefix and a slash, then letters, digits, '-', '_' or '.')", *s.MaintenanceDomain, v1alpha1.LabelGFDClique)
+		} else {
+			p.MaintenanceDomain = *s.MaintenanceDomain
+		}
+	}
+	if s.DomainSize != nil {
+		if *s.DomainSize < 1 || *s.DomainSize > maxDomainSize {
+			bad("domain-size", "domain-size must be from 1 to %d nodes, got %d", maxDomainSize, *s.DomainSize)
+		} else {
+			p.DomainSize = *s.DomainSize
+		}
+	}
+	if (s.MaintenanceDomain != nil || s.DomainSize != nil) && (s.MaintenanceDomain == nil || p.MaintenanceDomain != "") &&
+		(s.DomainSize == nil || p.DomainSize > 0) && (p.MaintenanceDomain == "") != (p.DomainSize == 0) {
+		key := "maintenance-domain"
+		if s.MaintenanceDomain == nil {
+			key = "domain-size"
+		}
+		bad(key, "maintenance-domain and domain-size go together: the node label whose values are the domains and the most nodes one holds (e.g. maintenance-domain = %q, domain-size = 18)", v1alpha1.LabelGFDClique)
 	}
 	setDuration(&p.Soak, s.Soak, "soak")
 	setDuration(&p.DrainTimeout, s.DrainTimeout, "drain-timeout")

@@ -114,3 +114,71 @@ func TestPolicyEvict(t *testing.T) {
 		t.Errorf("the default policy evicts %s, the API's default is %s", got, v1alpha1.DefaultEvictMode)
 	}
 }
+
+// TestPolicyMaintenanceDomain: maintenance-domain and domain-size go
+// through to every cluster's policy, overridable per environment, and a
+// domain that could never start is refused at the key that makes it so.
+func TestPolicyMaintenanceDomain(t *testing.T) {
+	src := strings.Replace(mustRead(t, "testdata/minimal.toml"), "[policy]\n", "[policy]\nmaintenance-domain = \"nvidia.com/gpu.clique\"\ndomain-size = 2\nmax-unavailable = 2\n", 1)
+	src = strings.Replace(src, "[promotion]", "[policy.environments.prod]\nparallel-nodes = 4\nmax-unavailable = \"100%\"\ndomain-size = 4\n\n[promotion]", 1)
+	f, err := Parse("f.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cluster, want := range map[string]int{"stg": 2, "prod-a": 4} {
+		if p := f.PolicyFor(cluster); p.MaintenanceDomain != v1alpha1.LabelGFDClique || p.DomainSize != want {
+			t.Errorf("%s: maintenance domain %q of %d nodes, want %q of %d", cluster, p.MaintenanceDomain, p.DomainSize, v1alpha1.LabelGFDClique, want)
+		}
+	}
+
+	for _, tt := range []struct {
+		name, policy, override string
+		want                   []string
+	}{
+		{
+			name:   "a label that is none, a size out of bounds",
+			policy: "maintenance-domain = \"gpu clique\"\ndomain-size = 0\n",
+			want: []string{
+				`f.toml:48:1: policy.maintenance-domain: "gpu clique" is not a node label key such as "nvidia.com/gpu.clique"`,
+				`f.toml:49:1: policy.domain-size: domain-size must be from 1 to 1000 nodes, got 0`,
+			},
+		},
+		{
+			name:   "a label without its size",
+			policy: "maintenance-domain = \"nvidia.com/gpu.clique\"\n",
+			want:   []string{`f.toml:48:1: policy.maintenance-domain: maintenance-domain and domain-size go together`},
+		},
+		{
+			name:     "a domain larger than parallel-nodes and max-unavailable, on the operator's actuator",
+			policy:   "maintenance-domain = \"nvidia.com/gpu.clique\"\ndomain-size = 4\nmax-unavailable = 4\nparallel-nodes = 4\n",
+			override: "[policy.clusters.prod-a]\nparallel-nodes = 2\nmax-unavailable = \"25%\"\n\n[policy.clusters.prod-b]\nactuator = \"gpu-operator\"\n\n",
+			want: []string{
+				`f.toml:54:1: policy.clusters.prod-a.parallel-nodes: domain-size (4) exceeds parallel-nodes (2) of cluster "prod-a": a maintenance domain starts as one unit`,
+				`f.toml:55:1: policy.clusters.prod-a.max-unavailable: domain-size (4) exceeds max-unavailable (25% of 8 nodes: 2) of cluster "prod-a": a maintenance domain is taken out of service as one unit`,
+				`f.toml:58:1: policy.clusters.prod-b.actuator: maintenance-domain needs actuator "gpufleet"`,
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(mustRead(t, "testdata/minimal.toml"), "[policy]\nparallel-nodes = 2\n", "[policy]\n"+tt.policy, 1)
+			src = strings.Replace(src, "[promotion]", tt.override+"[promotion]", 1)
+			_, err := Parse("f.toml", []byte(src))
+			if err == nil {
+				t.Fatal("parsed")
+			}
+			got := strings.Split(err.Error(), "\n")
+			for _, w := range tt.want {
+				found := false
+				for _, g := range got {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("no error %q in:\n%v", w, err)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("%d errors, want %d:\n%v", len(got), len(tt.want), err)
+			}
+		})
+	}
+}

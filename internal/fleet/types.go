@@ -244,6 +244,12 @@ type Policy struct {
 	// WaitTimeout (v1alpha1.WaitForCompletion); nil when none.
 	WaitForPods *metav1.LabelSelector
 	WaitTimeout time.Duration
+	// MaintenanceDomain is the node label whose values group nodes into
+	// domains maintained as one unit (v1alpha1.MaintenanceDomain), e.g.
+	// nvidia.com/gpu.clique; DomainSize the most nodes one domain holds.
+	// Empty and zero when none.
+	MaintenanceDomain string
+	DomainSize        int
 }
 
 // Amount is a node count or a percentage of the nodes.

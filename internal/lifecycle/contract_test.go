@@ -231,6 +231,21 @@ func TestEvictRoundTrip(t *testing.T) {
 	}
 }
 
+// TestMaintenanceDomainRoundTrip: the fleet file's maintenance-domain and
+// domain-size reach the DriverRollout the controller reads, through the
+// API server's defaults, and a policy without them renders none.
+func TestMaintenanceDomainRoundTrip(t *testing.T) {
+	p := fleet.DefaultPolicy()
+	p.MaintenanceDomain, p.DomainSize, p.ParallelNodes, p.MaxUnavailable = v1alpha1.LabelGFDClique, 4, 4, fleet.Amount{Value: 4}
+	applied := applyCRDDefaults(t, rolloutObject(t, DriverRolloutFor("r", p, "580.95.05", "570.172.08", map[string]string{"gpufleet.io/pool": "gb200"})))
+	if diff := cmp.Diff(&v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 4}, applied.Spec.MaintenanceDomain); diff != "" {
+		t.Errorf("maintenance domain (-fleet +controller):\n%s", diff)
+	}
+	if d := DriverRolloutFor("r", fleet.DefaultPolicy(), "580.95.05", "570.172.08", nil).Spec.MaintenanceDomain; d != nil {
+		t.Errorf("the default policy renders a maintenance domain: %+v", d)
+	}
+}
+
 // settingsOf is what the planner must make of policy p over total nodes.
 func settingsOf(p fleet.Policy, total int) planner.Settings {
 	return planner.Settings{

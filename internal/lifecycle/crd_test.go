@@ -71,6 +71,27 @@ func TestGeneratedCRDAcceptsAndRejects(t *testing.T) {
 		{"soak longer than a week", func(d *v1alpha1.DriverRollout) { d.Spec.Soak.Duration = 200 * time.Hour }, "from 0s to 168h"},
 		{"drain timeout longer than a week", func(d *v1alpha1.DriverRollout) { d.Spec.Timeouts.Drain.Duration = 200 * time.Hour }, "spec.timeouts.drain"},
 		{"version is not a version", func(d *v1alpha1.DriverRollout) { d.Spec.TargetVersion = "latest" }, "spec.targetVersion"},
+		{"a maintenance domain that fits", func(d *v1alpha1.DriverRollout) {
+			d.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 18}
+			d.Spec.ParallelNodes = 18
+		}, ""},
+		{"a maintenance domain larger than parallelNodes", func(d *v1alpha1.DriverRollout) {
+			d.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 18}
+			d.Spec.ParallelNodes = 4
+		}, "maintenanceDomain.maxNodes exceeds parallelNodes"},
+		{"a maintenance domain larger than a count of maxUnavailable", func(d *v1alpha1.DriverRollout) {
+			d.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 18}
+			d.Spec.ParallelNodes = 18
+			v := intstr.FromInt32(4)
+			d.Spec.MaxUnavailable = &v
+		}, "maintenanceDomain.maxNodes exceeds maxUnavailable"},
+		{"a maintenance domain on the operator's actuator", func(d *v1alpha1.DriverRollout) {
+			d.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 1}
+			d.Spec.Actuator = v1alpha1.ActuatorGPUOperator
+		}, "maintenanceDomain needs the gpufleet actuator"},
+		{"a maintenance domain without a label", func(d *v1alpha1.DriverRollout) {
+			d.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{MaxNodes: 1}
+		}, "spec.maintenanceDomain.nodeLabel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

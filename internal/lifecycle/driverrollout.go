@@ -48,6 +48,9 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 			Evict:  v1alpha1.EvictSpec{Mode: evictMode(p.Evict), GPUPodSelector: p.GPUPodSelector.DeepCopy(), WaitForCompletion: waitFor(p)},
 		},
 	}
+	if p.MaintenanceDomain != "" && p.DomainSize > 0 {
+		dr.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: p.MaintenanceDomain, MaxNodes: int32(p.DomainSize)}
+	}
 	for _, w := range p.Windows {
 		dr.Spec.Windows = append(dr.Spec.Windows, v1alpha1.MaintenanceWindow{
 			Days:     weekdays(w.Days),

@@ -41,6 +41,7 @@ import (
 // Only a pass where nothing else can make those nodes matter is compacted;
 // otherwise snap comes back as it is: no node holding GPU pods (the pass
 // then starts the cheapest pending nodes, not the first: startOrder), no
+// maintenance domain (a domain starts with every pending node of it), no
 // abort (it moves Done nodes), no
 // other rollout (it may go first on a free node), no outOfService selector,
 // a node selector that parses, and the canary nodes known (the status or
@@ -92,7 +93,7 @@ type compactKey struct {
 
 func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot {
 	spec := &snap.Rollout.Spec
-	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 {
+	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 || spec.MaintenanceDomain != nil {
 		return snap
 	}
 	for i := range snap.Nodes {

@@ -87,6 +87,9 @@ type work struct {
 	taken bool
 	// joined: this pass labels the node (join): its one write of the pass.
 	joined bool
+	// moved: this pass moved the node (move); its phase is the new one,
+	// its observations (Since among them) still the old phase's.
+	moved bool
 }
 
 // unavailable: out of service for any reason. maxUnavailable bounds these.
@@ -113,6 +116,9 @@ type planner struct {
 	// costOrdered: this pass starts nodes cheapest first (startOrder), and
 	// says so in each start's reason.
 	costOrdered bool
+	// domains are the maintenance domains by label value (domains.go);
+	// nil when the rollout names no domain label.
+	domains map[string]*domain
 }
 
 // Plan decides the next transitions for snap's rollout at now.
@@ -149,8 +155,10 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		}
 		oos = append(oos, s)
 	}
-	if msg := operatorTaintProblem(p.spec); msg != "" {
-		p.problems = append(p.problems, msg)
+	for _, msg := range []string{operatorTaintProblem(p.spec), domainProblem(p.spec)} {
+		if msg != "" {
+			p.problems = append(p.problems, msg)
+		}
 	}
 	first := p.firstPeers(snap.Others)
 	// One slice for every node's work, reused from pass to pass (see
@@ -199,6 +207,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 	p.settled = snap.Settled
 	p.total = len(p.nodes) + snap.Settled.Done + snap.Settled.Pending
 	p.set = SettingsFor(p.spec, p.total)
+	p.indexDomains()
 	p.markCanary()
 	return p
 }
@@ -286,8 +295,10 @@ func (p *planner) markCanary() {
 		}
 	case len(names) == 0:
 		p.pickCanary(want, false)
+		p.expandCanary()
 	default:
 		p.pickCanary(want-present, true)
+		p.expandCanary()
 	}
 }
 
@@ -375,7 +386,7 @@ func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(
 	if edit != nil {
 		edit(&t)
 	}
-	w.phase = to
+	w.phase, w.moved = to, true
 	// The node's next deadline (timeout or soak end) runs from now: ask to
 	// be woken for it, as nothing else may happen before it.
 	if d := p.deadline(to); d > 0 {

@@ -11,12 +11,22 @@ import (
 // progress moves every node in flight forward, or back when it failed, and
 // under abort sends every node that reached the new driver back.
 func (p *planner) progress() {
+	p.scanDomains()
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		if w.elsewhere != "" {
 			continue
 		}
 		if p.spec.Abort && p.abortNode(w) {
+			continue
+		}
+		if forward(w.phase) {
+			if why := p.failure(w); why != "" {
+				p.fail(w, why)
+				continue
+			}
+		}
+		if p.rollBackWithDomain(w) {
 			continue
 		}
 		switch w.phase {
@@ -32,6 +42,7 @@ func (p *planner) progress() {
 			p.rollingBack(w)
 		}
 	}
+	p.returnHeld()
 }
 
 // elapsed is how long the node has been in its phase, as a short string.
@@ -56,67 +67,91 @@ func (p *planner) fail(w *work, reason string) {
 	})
 }
 
+// failure says why node w, on its way to the new driver, fails in this
+// pass; empty when it does not. It is the one reading of a failure: the
+// phase's own step (draining and its neighbours) and the maintenance
+// domain's scan (scanDomains), which rolls the failing node's domain back
+// with it, both ask it.
+func (p *planner) failure(w *work) string {
+	switch w.phase {
+	case v1alpha1.NodeDraining:
+		if w.n.Drained || !p.overdue(w, p.set.JobWait+p.set.DrainTimeout) {
+			return ""
+		}
+		if p.set.JobWait > 0 {
+			return fmt.Sprintf("drain did not finish within %s after waiting %s for the jobs named", short(p.set.DrainTimeout), short(p.set.JobWait))
+		}
+		return fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout))
+	case v1alpha1.NodeInstalling:
+		switch {
+		case w.n.DriverFailed:
+			return fmt.Sprintf("driver %s failed to install", p.spec.TargetVersion)
+		case !(w.n.DriverReady && w.n.Ready) && p.overdue(w, p.set.InstallTimeout):
+			return fmt.Sprintf("driver %s not Ready within %s", p.spec.TargetVersion, short(p.set.InstallTimeout))
+		}
+	case v1alpha1.NodeValidating:
+		if !(DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready) && p.overdue(w, p.set.ValidateTimeout) {
+			got := w.n.DriverVersion
+			if got == "" {
+				got = "no version"
+			}
+			return fmt.Sprintf("node reports %s after %s, want %s", got, short(p.set.ValidateTimeout), p.spec.TargetVersion)
+		}
+	case v1alpha1.NodeSoaking:
+		for _, s := range w.n.Signals {
+			// Signals from before the soak belong to the old driver or
+			// an earlier attempt; only what the new driver caused counts.
+			if s.At.Before(w.n.Since) || s.At.After(p.now) {
+				continue
+			}
+			msg := s.Reason
+			if s.Message != "" {
+				msg += " (" + s.Message + ")"
+			}
+			return fmt.Sprintf("%s %s after %s of soak", s.Source, msg, short(s.At.Sub(w.n.Since)))
+		}
+		if !w.n.Ready {
+			return fmt.Sprintf("node went NotReady after %s of soak", p.elapsed(w))
+		}
+	}
+	return ""
+}
+
 func (p *planner) draining(w *work) {
-	switch {
-	case w.n.Drained:
+	if w.n.Drained {
 		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
 			t.Driver = p.spec.TargetVersion
 		})
-	case p.overdue(w, p.set.JobWait+p.set.DrainTimeout):
-		if p.set.JobWait > 0 {
-			p.fail(w, fmt.Sprintf("drain did not finish within %s after waiting %s for the jobs named", short(p.set.DrainTimeout), short(p.set.JobWait)))
-			break
-		}
-		p.fail(w, fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout)))
 	}
 }
 
 func (p *planner) installing(w *work) {
-	switch {
-	case w.n.DriverFailed:
-		p.fail(w, fmt.Sprintf("driver %s failed to install", p.spec.TargetVersion))
-	case w.n.DriverReady && w.n.Ready:
+	if w.n.DriverReady && w.n.Ready {
 		p.move(w, v1alpha1.NodeValidating, fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w)), nil)
-	case p.overdue(w, p.set.InstallTimeout):
-		p.fail(w, fmt.Sprintf("driver %s not Ready within %s", p.spec.TargetVersion, short(p.set.InstallTimeout)))
 	}
 }
 
 func (p *planner) validating(w *work) {
-	switch {
-	case DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready:
+	if DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready {
 		p.move(w, v1alpha1.NodeSoaking, fmt.Sprintf("node reports driver %s; soaking for %s", reportedAs(w.n.DriverVersion, p.spec.TargetVersion), short(p.set.Soak)), nil)
-	case p.overdue(w, p.set.ValidateTimeout):
-		got := w.n.DriverVersion
-		if got == "" {
-			got = "no version"
-		}
-		p.fail(w, fmt.Sprintf("node reports %s after %s, want %s", got, short(p.set.ValidateTimeout), p.spec.TargetVersion))
 	}
 }
 
 func (p *planner) soaking(w *work) {
-	for _, s := range w.n.Signals {
-		// Signals from before the soak belong to the old driver or an
-		// earlier attempt; only what the new driver caused counts.
-		if s.At.Before(w.n.Since) || s.At.After(p.now) {
-			continue
-		}
-		msg := s.Reason
-		if s.Message != "" {
-			msg += " (" + s.Message + ")"
-		}
-		p.fail(w, fmt.Sprintf("%s %s after %s of soak", s.Source, msg, short(s.At.Sub(w.n.Since))))
-		return
-	}
-	switch {
-	case !w.n.Ready:
-		p.fail(w, fmt.Sprintf("node went NotReady after %s of soak", p.elapsed(w)))
-	case p.overdue(w, p.set.Soak):
-		p.move(w, v1alpha1.NodeDone, p.backInService(w, fmt.Sprintf("soaked %s clean on %s", short(p.set.Soak), p.spec.TargetVersion)), func(t *Transition) {
+	if p.overdue(w, p.set.Soak) && !p.holdsReturn(w) {
+		p.move(w, v1alpha1.NodeDone, p.backInService(w, p.returned(w, fmt.Sprintf("soaked %s clean on %s", short(p.set.Soak), p.spec.TargetVersion))), func(t *Transition) {
 			t.Uncordon = !w.adminCordoned
 		})
 	}
+}
+
+// returned appends, for a node of a maintenance domain, that its domain
+// returns with it.
+func (p *planner) returned(w *work, reason string) string {
+	if d := p.domainOf(w); d != nil && len(d.nodes) > 1 {
+		return fmt.Sprintf("%s; maintenance domain %s returns as one (%s)", reason, d.key, plural(len(d.nodes), "node"))
+	}
+	return reason
 }
 
 // rollbackTimeout bounds a rollback: reinstalling the old driver, then the
@@ -129,13 +164,22 @@ func (p *planner) rollingBack(w *work) {
 	switch {
 	case w.n.DriverFailed:
 		p.quarantine(w, fmt.Sprintf("rollback to %s failed: driver pod failed to install", p.spec.PreviousVersion))
-	case w.n.DriverReady && w.n.Ready && DriverMatches(w.n.DriverVersion, p.spec.PreviousVersion):
-		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w))), func(t *Transition) {
+	case rolledBack(w, p.spec.PreviousVersion):
+		if p.holdsReturn(w) {
+			return
+		}
+		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, p.returned(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w)))), func(t *Transition) {
 			t.Uncordon = !w.adminCordoned
 		})
 	case p.overdue(w, p.rollbackTimeout()):
 		p.quarantine(w, fmt.Sprintf("rollback to %s not done within %s", p.spec.PreviousVersion, short(p.rollbackTimeout())))
 	}
+}
+
+// rolledBack reports whether node w, rolling back, is back on the previous
+// driver: its driver pod Ready and the node reporting it.
+func rolledBack(w *work, previous string) bool {
+	return !w.n.DriverFailed && w.n.DriverReady && w.n.Ready && DriverMatches(w.n.DriverVersion, previous)
 }
 
 // backInService appends what happens to the cordon. Note: a node an admin

@@ -173,6 +173,7 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 	// rest (pass 1). Two passes rather than two lists: no allocation on
 	// pools of thousands of nodes.
 	started, candidates, notReady, unavailableSkips, unmarked := 0, 0, 0, 0, 0
+	domainWait := "" // why a maintenance domain waits (fillDomain)
 	order := p.startOrder()
 	for pass := range 2 {
 		for k := range p.nodes {
@@ -187,6 +188,25 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 			candidates++
 			if busy >= p.set.Parallel {
 				break
+			}
+			if d := p.domainOf(w); d != nil {
+				// The domain goes as one unit, decided on at its first
+				// node in the order (see domains.go).
+				if d.tried {
+					continue
+				}
+				n, cost, wait := p.fillDomain(d, canaryOnly, busy, unavailable, out, ready, start)
+				switch wait {
+				case "":
+				case "skip":
+					unavailableSkips++
+				default:
+					domainWait = wait
+				}
+				started += n
+				busy += n
+				unavailable += cost
+				continue
 			}
 			if ready != nil {
 				switch ready(w) {
@@ -222,6 +242,8 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 		return
 	}
 	switch {
+	case domainWait != "":
+		p.blocked = "waiting: " + domainWait
 	case unavailableSkips > 0:
 		p.blocked = fmt.Sprintf("waiting: %d of %d nodes unavailable, maxUnavailable %d", unavailable, p.total, p.set.MaxUnavailable)
 	case notReady > 0:
@@ -257,14 +279,24 @@ func (p *planner) startOrder() []int {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		na, nb := p.nodes[a].n, p.nodes[b].n
-		if c := cmp.Compare(min(na.GPUPods, 1), min(nb.GPUPods, 1)); c != 0 {
+		pa, wa := p.costOf(&p.nodes[a])
+		pb, wb := p.costOf(&p.nodes[b])
+		if c := cmp.Compare(min(pa, 1), min(pb, 1)); c != 0 {
 			return c
 		}
-		return cmp.Compare(na.GPUWork, nb.GPUWork)
+		return cmp.Compare(wa, wb)
 	})
 	p.costOrdered = true
 	return order
+}
+
+// costOf is what starting w destroys at most: its GPU pods and work, or
+// its maintenance domain's, which starts with it.
+func (p *planner) costOf(w *work) (pods int, gpuWork float64) {
+	if d := p.domainOf(w); d != nil {
+		return d.gpuPods, d.gpuWork
+	}
+	return w.n.GPUPods, w.n.GPUWork
 }
 
 // startReady says whether a pending node can be started on this path now:
@@ -280,6 +312,9 @@ func (p *planner) startNode(w *work, canary bool) {
 	what := "node"
 	if canary {
 		what = "canary node"
+	}
+	if d := p.domainOf(w); d != nil && len(d.nodes) > 1 {
+		what += fmt.Sprintf(" of maintenance domain %s (%s, starting as one)", d.key, plural(len(d.nodes), "node"))
 	}
 	if p.costOrdered {
 		what += " " + gpuWorkOf(w.n)

@@ -18,6 +18,8 @@ const (
 	Target   = "580.95.05"
 	Previous = "570.172.08"
 	Pool     = "h100"
+	// CliqueLabel is the maintenance domain label InDomain sets.
+	CliqueLabel = v1alpha1.LabelGFDClique
 )
 
 // RolloutBuilder builds a DriverRollout.
@@ -152,7 +154,6 @@ func (b *RolloutBuilder) Actuator(a v1alpha1.Actuator) *RolloutBuilder {
 	return b
 }
 
-// Build returns the rollout.
 // WaitForJobs has a drain leave the pods labelled key=value to finish, for
 // at most timeout.
 func (b *RolloutBuilder) WaitForJobs(key, value string, timeout time.Duration) *RolloutBuilder {
@@ -163,6 +164,14 @@ func (b *RolloutBuilder) WaitForJobs(key, value string, timeout time.Duration) *
 	return b
 }
 
+// Domains groups the nodes by label into maintenance domains of at most
+// maxNodes nodes.
+func (b *RolloutBuilder) Domains(label string, maxNodes int32) *RolloutBuilder {
+	b.r.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: label, MaxNodes: maxNodes}
+	return b
+}
+
+// Build returns the rollout.
 func (b *RolloutBuilder) Build() *v1alpha1.DriverRollout { return b.r.DeepCopy() }
 
 // NodeBuilder builds a planner.Node.
@@ -253,7 +262,6 @@ func (b *NodeBuilder) Signal(at time.Time, reason string) *NodeBuilder {
 	return b
 }
 
-// Build returns the node.
 // GPUWork says the node runs pods GPU pods with gpuHours of GPU work in
 // flight.
 func (b *NodeBuilder) GPUWork(pods int, gpuHours float64) *NodeBuilder {
@@ -261,6 +269,14 @@ func (b *NodeBuilder) GPUWork(pods int, gpuHours float64) *NodeBuilder {
 	return b
 }
 
+// InDomain puts the node in maintenance domain key: label CliqueLabel.
+func (b *NodeBuilder) InDomain(key string) *NodeBuilder {
+	b.n.Labels = maps.Clone(b.n.Labels)
+	b.n.Labels[CliqueLabel] = key
+	return b
+}
+
+// Build returns the node.
 func (b *NodeBuilder) Build() planner.Node { return b.n }
 
 // Nodes builds n (at most 100) default nodes named prefix-00 … in name order.

@@ -103,7 +103,7 @@ var edges = map[v1alpha1.NodePhase][]v1alpha1.NodePhase{
 	v1alpha1.NodeInstalling:  {v1alpha1.NodeValidating, v1alpha1.NodeRollingBack},
 	v1alpha1.NodeValidating:  {v1alpha1.NodeSoaking, v1alpha1.NodeRollingBack},
 	v1alpha1.NodeSoaking:     {v1alpha1.NodeDone, v1alpha1.NodeRollingBack},
-	v1alpha1.NodeDone:        {v1alpha1.NodeRollingBack}, // abort only
+	v1alpha1.NodeDone:        {v1alpha1.NodeRollingBack}, // an abort, or its maintenance domain rolling back
 	v1alpha1.NodeRollingBack: {v1alpha1.NodeRolledBack, v1alpha1.NodeQuarantined},
 }
 
@@ -216,6 +216,7 @@ func (c *Checker) Step(s sim.Step) {
 	}
 	c.cordonRules(s)
 	c.ownerRules(s)
+	c.domainRules(s)
 	spec := &s.Rollout.Spec
 	canary := s.Result.Status.Canary.Nodes
 	after := see(s.Rollout, s.Others, canary, s.After)
@@ -611,6 +612,7 @@ func keys(m map[string]bool) []string {
 // rolled back or quarantined, every other node untouched, and no node left
 // cordoned by the rollout.
 func (c *Checker) Final(ro *v1alpha1.DriverRollout, nodes []planner.Node) {
+	c.finalDomains(ro, nodes)
 	s := sim.Step{Rollout: ro}
 	h := c.run(ro.Name)
 	sel, _ := metav1.LabelSelectorAsSelector(&ro.Spec.NodeSelector)
