@@ -144,6 +144,27 @@ func (p *planner) scanDomains() {
 	}
 }
 
+// rolledBackDomain reports whether w's domain fails in this pass or rolled
+// back (a node of it rolling back, rolled back or quarantined): settle then
+// leaves w, already on the target, Pending rather than Done, as Done would
+// leave the domain half on each driver; fillDomain says why it waits.
+func (p *planner) rolledBackDomain(w *work) bool {
+	d := p.domainOf(w)
+	if d == nil {
+		return false
+	}
+	if d.failing != "" {
+		return true
+	}
+	for _, i := range d.nodes {
+		switch p.nodes[i].phase {
+		case v1alpha1.NodeRollingBack, v1alpha1.NodeRolledBack, v1alpha1.NodeQuarantined:
+			return true
+		}
+	}
+	return false
+}
+
 // forward: a node in phase p is on its way to the new driver.
 func forward(p v1alpha1.NodePhase) bool {
 	return inFlight(p) && p != v1alpha1.NodeRollingBack
@@ -154,7 +175,7 @@ func forward(p v1alpha1.NodePhase) bool {
 // half on each driver. It reports whether it did.
 func (p *planner) rollBackWithDomain(w *work) bool {
 	d := p.domainOf(w)
-	if d == nil || d.failing == "" || d.failing == w.n.Name || !(forward(w.phase) || w.phase == v1alpha1.NodeDone) {
+	if d == nil || d.failing == "" || d.failing == w.n.Name || w.moved || !(forward(w.phase) || w.phase == v1alpha1.NodeDone) {
 		return false
 	}
 	from := w.phase
@@ -168,8 +189,9 @@ func (p *planner) rollBackWithDomain(w *work) bool {
 
 // holdsReturn reports whether w, ready to go back into service, waits for
 // the rest of its domain: another node of it is in flight and not ready to
-// return (or was moved in this pass, to a phase it has not begun), or the
-// domain fails in this pass and another node of it is sent back. It reads
+// return (or was moved in this pass, to a phase it has not begun), or
+// another is sent back in this pass (the domain fails, or the rollout is
+// aborted). It reads
 // the pass's running view: a node an earlier step of the pass took out of
 // flight no longer holds the others (and returnHeld looks again at those
 // held before that step).
@@ -182,7 +204,8 @@ func (p *planner) holdsReturn(w *work) bool {
 		m := &p.nodes[i]
 		switch {
 		case m == w:
-		case d.failing != "" && m.n.Name != d.failing && (forward(m.phase) || m.phase == v1alpha1.NodeDone):
+		case (p.spec.Abort || d.failing != "" && m.n.Name != d.failing) && !m.moved && (forward(m.phase) || m.phase == v1alpha1.NodeDone):
+			// It is sent back later in this pass.
 			return true
 		case inFlight(m.phase) && (m.moved || !p.readyToReturn(m)):
 			return true

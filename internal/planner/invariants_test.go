@@ -54,6 +54,12 @@ func TestInvariantsOneStep(t *testing.T) {
 		if r.IntN(3) == 0 {
 			b.Window("22:00", "04:00", "Europe/Paris")
 		}
+		// Sometimes maintenance domains of up to four nodes, by index.
+		domainSize := 0
+		if r.IntN(3) == 0 {
+			domainSize = 1 + r.IntN(4)
+			b.Domains(pt.CliqueLabel, int32(domainSize))
+		}
 		ro := b.Build()
 		budget := int(ro.Spec.FailureBudget)
 		failed := 0
@@ -81,6 +87,9 @@ func TestInvariantsOneStep(t *testing.T) {
 			case 7:
 				// Adopted: runs a driver, carries no driver label.
 				nb.Unlabelled()
+			}
+			if domainSize > 0 && r.IntN(8) > 0 {
+				nb.InDomain(strconv.Itoa(i / domainSize))
 			}
 			if (ph == v1alpha1.NodeRolledBack || ph == v1alpha1.NodeQuarantined || ph == v1alpha1.NodeRollingBack) && failed <= budget && r.IntN(2) == 0 {
 				nb.Failed()
@@ -125,6 +134,12 @@ func TestInvariantsOneStep(t *testing.T) {
 		check := simcheck.NewStepChecker()
 		check.Step(sim.Step{At: at, Rollout: ro, Before: nodes, After: after, Result: res, Others: peers})
 		if v := check.Violations(); len(v) > 0 {
+			for _, n := range nodes {
+				t.Logf("%s %s owner=%q ready=%t unsched=%t failed=%t drv=%s/%t/%t since=%s labels=%v", n.Name, n.Phase, n.Owner, n.Ready, n.Unschedulable, n.Failed, n.DriverVersion, n.DriverReady, n.DriverFailed, n.Since, n.Labels)
+			}
+			for _, tr := range res.Transitions {
+				t.Logf("%s", tr)
+			}
 			t.Fatalf("seed %d: %v", seed, v)
 		}
 	}

@@ -130,6 +130,7 @@ func Plan(snap Snapshot, now time.Time) Result {
 	case p.operator():
 		p.planOperator()
 	default:
+		p.scanDomains()
 		p.settle()
 		p.join()
 		p.progress()
@@ -349,7 +350,7 @@ func (p *planner) settle() {
 	pools := p.poolSelectors()
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if w.canary || w.elsewhere != "" || !p.onTarget(w) {
+		if w.canary || w.elsewhere != "" || !p.onTarget(w) || p.rolledBackDomain(w) {
 			continue
 		}
 		reason := fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion)

@@ -11,7 +11,6 @@ import (
 // progress moves every node in flight forward, or back when it failed, and
 // under abort sends every node that reached the new driver back.
 func (p *planner) progress() {
-	p.scanDomains()
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		if w.elsewhere != "" {
