@@ -301,3 +301,33 @@ func (p *planner) fillDomain(d *domain, canaryOnly bool, busy, unavailable int, 
 	}
 	return members, cost, ""
 }
+
+// heldForDomains says which nodes, through, wait for the rest of their
+// maintenance domain at the end of the pass (holdsReturn), for the status:
+// "2 nodes through, held for maintenance domain nvl-3"; empty when none.
+func (p *planner) heldForDomains() string {
+	if p.domains == nil {
+		return ""
+	}
+	n, key, several := 0, "", false
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if w.moved || w.elsewhere != "" || !inFlight(w.phase) || !p.readyToReturn(w) {
+			continue
+		}
+		if d := p.domainOf(w); d != nil {
+			n++
+			several = several || (key != "" && d.key != key)
+			if key == "" || d.key < key {
+				key = d.key
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case several:
+		return fmt.Sprintf("%s through, held for the rest of their maintenance domains (%s among them)", plural(n, "node"), key)
+	}
+	return fmt.Sprintf("%s through, held for the rest of maintenance domain %s", plural(n, "node"), key)
+}

@@ -236,8 +236,12 @@ func TestDomainReturnsAsOne(t *testing.T) {
 			b.In(v1alpha1.NodeSoaking, since).Driver(true, pt.Target)
 		})
 	}
-	if got := moved(planOnce(rollout, soaked(10*time.Minute))); len(got) != 0 {
+	held := planOnce(rollout, soaked(10*time.Minute))
+	if got := moved(held); len(got) != 0 {
 		t.Errorf("nodes returned while a-2 still soaks: %v", got)
+	}
+	if m := messages(held); !strings.Contains(m, "2 nodes through, held for the rest of maintenance domain a") {
+		t.Errorf("the status does not say who is held: %s", m)
 	}
 	r := planOnce(rollout, soaked(time.Hour))
 	want := []string{"a-0 Soaking→Done", "a-1 Soaking→Done", "a-2 Soaking→Done"}

@@ -191,6 +191,9 @@ func (p *planner) conditions(st *v1alpha1.DriverRolloutStatus, g gate, inFlightN
 		if p.blocked != "" {
 			msg += "; " + p.blocked
 		}
+		if held := p.heldForDomains(); held != "" {
+			msg += "; " + held
+		}
 		if st.Nodes.Elsewhere > 0 {
 			msg += fmt.Sprintf("; %s left to other rollouts (see Overlap)", plural(int(st.Nodes.Elsewhere), "node"))
 		}
