@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/rehearse"
+	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
 type simulateOptions struct {
@@ -22,11 +23,13 @@ type simulateOptions struct {
 	seed      uint64
 	failRate  float64
 	xidRate   float64
-	start     string
-	svg       string
-	output    string
-	verbose   bool
-	// compare: rehearse both actuators side by side.
+	// utilization: the share of the GPUs simulated jobs hold; 0 runs none.
+	utilization float64
+	start       string
+	svg         string
+	output      string
+	verbose     bool
+	// compare: rehearse gpufleet in both orders and the operator side by side.
 	compare bool
 
 	startTime time.Time
@@ -38,14 +41,14 @@ type simulateOptions struct {
 func newSimulateCommand(s Streams) *cobra.Command {
 	o := &simulateOptions{}
 	cmd := &cobra.Command{
-		Use:   "simulate [-f fleet.toml] [--cluster C] [--nodes N] [--seed S]",
+		Use:   "simulate [-f fleet.toml] [--cluster C] [--nodes N] [--seed S] [--utilization U]",
 		Short: "Rehearse a cluster's node rollout policy on a simulated fleet",
 		Long: `simulate runs the lifecycle controller's planner against a simulated cluster,
 with time compressed, and reports what a platform lead wants to know before a
 change window: how long the driver rollout takes, how close that is to the
 shortest rollout the policy allows, how many nodes end done, rolled back or
-quarantined, whether the failure budget held, and when maintenance windows,
-freezes or the wait for approval held it.
+quarantined, whether the failure budget held, when maintenance windows,
+freezes or the wait for approval held it, and how much GPU work it destroys.
 
 The policy is the cluster's resolved node rollout policy; the nodes are the
 cluster's GPU pools (or --nodes). The rollout is the DriverRollout render writes
@@ -54,19 +57,37 @@ rolled out (with none, simulate says what to pass). The approval is assumed to
 be given as soon as the rollout asks for it. Drain, install and report times are drawn
 from plausible distributions with --seed; --fail-rate and --xid-rate inject
 install failures and XID errors (a release marked expect-failure fails every
-install unless --fail-rate says otherwise).
+install unless --fail-rate says otherwise). A policy's maintenance domain is
+rehearsed on nodes labelled into domains as GPU Feature Discovery labels them:
+each pool's nodes in consecutive groups of domain-size.
 
---compare rehearses the same policy twice, once with each actuator (gpufleet
-moving the nodes itself; the GPU Operator's own upgrade controller, gated node
-by node), on the same nodes and seed, and prints them side by side with what the
-operator's path cannot do: no per-node rollback (the driver DaemonSet has one
-version; going back means reverting the release for the pool), quarantine only
-by label and taint.
+The nodes run GPU jobs while the rollout goes over them: --utilization of their
+GPUs (8 a node) busy with a training cluster's mix of single-node jobs, some
+never checkpointing, and jobs of several nodes (of a whole maintenance domain
+where the policy names one), simulated, drawn from --seed like everything else.
+A drain evicts the jobs on its node; "destroyed" is the work each evicted job
+did since its last checkpoint (since it started, if it never checkpoints), times
+the GPUs it holds on all its nodes, in GPU-hours; an evicted job starts again
+from its checkpoint. --utilization 0 runs no jobs: idle nodes, nothing destroyed.
+
+--compare rehearses the same policy on the same nodes, seed and jobs in three
+ways and prints them side by side: gpufleet moving the nodes itself, cheapest
+first (the nodes whose drain destroys the least work start first); gpufleet
+in a fixed node-name order, blind to the jobs (what the planner did before it
+saw GPU pods); and the GPU Operator's own upgrade controller, gated node by
+node, which takes the nodes in its own order whatever runs on them. A line
+under the table says what cheapest-first saves against the fixed order. With
+--utilization 0 the two orders are the same and only the two actuators are
+shown. Then it says what the operator's path cannot do: no per-node rollback
+(the driver DaemonSet has one version; going back means reverting the release
+for the pool), quarantine only by label and taint.
 
 Without --cluster every cluster is rehearsed. --svg writes a timeline picture:
 one row per node, coloured by phase, with the times nodes may start shaded.`,
 		Example: `  gpufleet simulate -f fleet.toml --cluster prod-h100-b
   gpufleet simulate --cluster prod-h100-b --nodes 500 --fail-rate 0.01 --svg rollout.svg
+  gpufleet simulate --cluster prod-h100-b --compare
+  gpufleet simulate --cluster prod-h100-b --utilization 0
   gpufleet simulate -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,11 +108,12 @@ one row per node, coloured by phase, with the times nodes may start shaded.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the random durations and failures")
 	f.Float64Var(&o.failRate, "fail-rate", 0, "chance that the new driver fails to install on a node (0-1)")
 	f.Float64Var(&o.xidRate, "xid-rate", 0, "chance that a node raises an XID during its soak (0-1)")
+	f.Float64Var(&o.utilization, "utilization", 0.85, "share of the GPUs busy with simulated jobs whose work the rollout may destroy (0-1; 0: idle nodes)")
 	f.StringVar(&o.start, "start", "", "when the rollout starts, RFC 3339 (default: now)")
 	f.StringVar(&o.svg, "svg", "", "write a timeline picture to this file (one cluster only)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print every transition with its reason")
-	f.BoolVar(&o.compare, "compare", false, "rehearse both actuators (gpufleet, gpu-operator) with the same policy, side by side, and say what the operator's path cannot do")
+	f.BoolVar(&o.compare, "compare", false, "rehearse gpufleet (cheapest nodes first), gpufleet in node-name order and the gpu-operator actuator with the same policy and jobs, side by side, and say what the operator's path cannot do")
 	return cmd
 }
 
@@ -106,7 +128,7 @@ func (o *simulateOptions) validate() error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"--fail-rate", o.failRate}, {"--xid-rate", o.xidRate}} {
+	}{{"--fail-rate", o.failRate}, {"--xid-rate", o.xidRate}, {"--utilization", o.utilization}} {
 		if r.v < 0 || r.v > 1 {
 			errs = append(errs, fmt.Errorf("%s must be between 0 and 1, got %g", r.name, r.v))
 		}
@@ -131,13 +153,13 @@ func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
 		return o.runCompare(ctx, out, rehearse.Options{
 			Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
 			Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
-			Start: o.startTime, Timeline: o.svg != "",
+			Start: o.startTime, Timeline: o.svg != "", Utilization: o.utilization,
 		})
 	}
 	all, err := rehearse.Options{
 		Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
 		Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
-		Start: o.startTime, Record: o.svg != "" || o.verbose, Timeline: o.svg != "",
+		Start: o.startTime, Record: o.svg != "" || o.verbose, Timeline: o.svg != "", Utilization: o.utilization,
 	}.Run(ctx)
 	var input *rehearse.InputError
 	switch {
@@ -214,6 +236,10 @@ func printRehearsal(out io.Writer, r rehearse.Rehearsal) {
 		held = "EXHAUSTED: the rollout stopped"
 	}
 	fmt.Fprintf(tw, "budget\t%d of %d failures: %s\n", rep.Failures, rep.Budget, held)
+	if w := rep.Workload; w != nil {
+		fmt.Fprintf(tw, "workload\t%s\n", r.Workload)
+		fmt.Fprintf(tw, "destroyed\t%s\n", describeDestroyed(w))
+	}
 	var total time.Duration
 	for _, h := range rep.Held {
 		total += h.To.Sub(h.From)
@@ -254,4 +280,23 @@ func writeSVG(path string, r *rehearse.Rehearsal) error {
 		return fmt.Errorf("write timeline %s: %w", path, err)
 	}
 	return nil
+}
+
+// describeDestroyed says in one line what a rollout destroyed of the jobs
+// on its nodes.
+func describeDestroyed(w *sim.WorkloadResult) string {
+	multi := "no job of several nodes interrupted"
+	if w.MostMultiNodeInterruptions > 0 {
+		multi = "a job of several nodes at most " + plural(w.MostMultiNodeInterruptions, "time")
+	}
+	return fmt.Sprintf("%.1f GPU-hours: the work evicted jobs did since their last checkpoints (%s interrupted, %s; %s)",
+		w.GPUHoursDestroyed, plural(w.JobsInterrupted, "job"), plural(w.Interruptions, "interruption"), multi)
+}
+
+// plural writes n with word, an s added unless n is one.
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

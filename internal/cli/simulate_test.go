@@ -24,6 +24,8 @@ func TestSimulateTable(t *testing.T) {
 		"nodes        4 done, 0 rolled back, 0 quarantined, 0 untouched",
 		"budget       0 of 1 failures: held",
 		"efficiency",
+		"workload     85% of 8 GPUs a node busy: ",
+		"destroyed    ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -125,6 +127,8 @@ func TestSimulateUsageErrors(t *testing.T) {
 	}{
 		{"bad output", []string{"-o", "xml"}, "-o must be table, json or yaml"},
 		{"bad fail rate", []string{"--fail-rate", "2"}, "--fail-rate must be between 0 and 1"},
+		{"utilization over 1", []string{"--utilization", "1.5"}, "--utilization must be between 0 and 1, got 1.5"},
+		{"negative utilization", []string{"--utilization=-0.1"}, "--utilization must be between 0 and 1, got -0.1"},
 		{"bad start", []string{"--start", "monday"}, "--start"},
 		{"negative nodes", []string{"--nodes", "-3"}, "--nodes must be"},
 		{"unknown cluster", []string{"--cluster", "nope"}, `no cluster "nope"`},

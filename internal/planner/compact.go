@@ -27,8 +27,11 @@ import (
 //     is not unavailable, not a failure, and no canary result.
 //   - free Pending nodes (no owner, no progress), not failed, Ready and
 //     schedulable, not on the target driver, not canary nodes, beyond the
-//     first parallelNodes of them: a pass starts at most parallelNodes nodes,
-//     taking the pending ones in name order, so it never reaches those. On
+//     first parallelNodes of them in the order a pass takes them (name
+//     order, or the cheapest first where a pending node holds GPU pods:
+//     startOrder): a pass starts at most parallelNodes nodes, so it never
+//     reaches those. Those it leaves out that hold GPU pods are counted
+//     (Settled.PendingBusy), so that the pass still orders by cost. On
 //     the gpufleet actuator they must carry a driver label, and where the
 //     spec names pools a pool label: a pass joins every node without one
 //     (join.go), however many.
@@ -39,8 +42,7 @@ import (
 // marked upgrade-required (else it is not one the pass could release).
 //
 // Only a pass where nothing else can make those nodes matter is compacted;
-// otherwise snap comes back as it is: no node holding GPU pods (the pass
-// then starts the cheapest pending nodes, not the first: startOrder), no
+// otherwise snap comes back as it is: no
 // maintenance domain (a domain starts with every pending node of it), no
 // abort (it moves Done nodes), no
 // other rollout (it may go first on a free node), no outOfService selector,
@@ -59,6 +61,8 @@ type Compactor struct {
 	key     compactKey
 	classes []nodeClass
 	seen    []int
+	// cheapest are the free pending nodes kept, by index (cheapestFree).
+	cheapest []int
 }
 
 // Compact is Compact(snap, buf) for a caller that also passes each node's
@@ -67,7 +71,8 @@ type Compactor struct {
 // marks, owner, phase and its start, labels, driver version), and
 // snap.Nodes must hold the same nodes in the same (name) order from call
 // to call. A change of the rollout Compact depends on makes it look at
-// every node again.
+// every node again. A node's GPU pods and work need no new version: they
+// only order the free pending nodes, which every call does again.
 func (c *Compactor) Compact(snap Snapshot, versions []int, buf []Node) Snapshot {
 	return c.compact(snap, versions, buf)
 }
@@ -95,11 +100,6 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 	spec := &snap.Rollout.Spec
 	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 || spec.MaintenanceDomain != nil {
 		return snap
-	}
-	for i := range snap.Nodes {
-		if snap.Nodes[i].GPUPods > 0 {
-			return snap
-		}
 	}
 	canary := snap.Rollout.Status.Canary.Nodes
 	if len(canary) == 0 {
@@ -141,19 +141,24 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 	if keep < 1 {
 		keep = v1alpha1.DefaultParallelNodes
 	}
+	c.cheapest = c.cheapestFree(snap.Nodes, keep)
 	out := buf[:0]
 	var settled Settled
+	next := 0 // into c.cheapest, in index order
 	for i, class := range c.classes {
 		switch class {
 		case classDone:
 			settled.Done++
 			continue
 		case classFree:
-			if keep == 0 {
+			if next == len(c.cheapest) || c.cheapest[next] != i {
 				settled.Pending++
+				if snap.Nodes[i].GPUPods > 0 {
+					settled.PendingBusy++
+				}
 				continue
 			}
-			keep--
+			next++
 		}
 		out = append(out, snap.Nodes[i])
 	}
@@ -173,6 +178,48 @@ func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot 
 	}
 	snap.Nodes, snap.Settled = out, settled
 	return snap
+}
+
+// cheapestFree returns the indices of the first keep free pending nodes
+// in the order a pass takes pending nodes (startOrder: no GPU pod first,
+// then the least GPU work, ties in the nodes' order), in index order. It
+// keeps them sorted by that order while it looks, so a node that does not
+// beat the last of them costs one comparison: a pool of idle nodes, or a
+// busy one, costs a pass one look at each node.
+func (c *Compactor) cheapestFree(nodes []Node, keep int) []int {
+	best := c.cheapest[:0]
+	less := func(a, b int) bool { // a before b in startOrder
+		pa, pb := min(nodes[a].GPUPods, 1), min(nodes[b].GPUPods, 1)
+		if pa != pb {
+			return pa < pb
+		}
+		if wa, wb := nodes[a].GPUWork, nodes[b].GPUWork; wa != wb {
+			return wa < wb
+		}
+		return a < b
+	}
+	for i, class := range c.classes {
+		if class != classFree {
+			continue
+		}
+		if len(best) == keep {
+			// The nodes come in index order, so one no cheaper than the
+			// last kept is after it: the common case, said first.
+			if l := &nodes[best[keep-1]]; l.GPUPods == 0 || nodes[i].GPUPods > 0 && nodes[i].GPUWork >= l.GPUWork {
+				continue
+			}
+			best = best[:keep-1]
+		}
+		k, _ := slices.BinarySearchFunc(best, i, func(e, t int) int {
+			if less(e, t) {
+				return -1
+			}
+			return 1
+		})
+		best = slices.Insert(best, k, i)
+	}
+	slices.Sort(best)
+	return best
 }
 
 // classifier decides nodes' classes for one rollout.

@@ -21,8 +21,9 @@ import (
 // TestCompactPlansTheSame plans random pools twice, whole and compacted,
 // and wants the same result: transitions, status and next check. The pools
 // are mostly the nodes Compact leaves out (Done and free Pending ones),
-// with every kind of node that must stay among them, and specs on both
-// sides of each precondition. It also wants Compact to have left nodes out
+// with every kind of node that must stay among them, GPU pods on some (the
+// pass then starts the cheapest first), and specs on both sides of each
+// precondition. It also wants Compact to have left nodes out
 // often, or it would prove nothing.
 func TestCompactPlansTheSame(t *testing.T) {
 	n := 3000
@@ -32,7 +33,7 @@ func TestCompactPlansTheSame(t *testing.T) {
 			t.Fatalf("GPUFLEET_SIM_SEEDS=%q is not a positive count", v)
 		}
 	}
-	compacted := 0
+	compacted, busy := 0, 0
 	var buf []planner.Node
 	for seed := range uint64(n) {
 		r := rand.New(rand.NewPCG(seed, 11))
@@ -42,6 +43,9 @@ func TestCompactPlansTheSame(t *testing.T) {
 		snap := planner.Compact(planner.Snapshot{Rollout: ro.DeepCopy(), Nodes: nodes, Others: others}, buf)
 		if len(snap.Nodes) < len(nodes) {
 			compacted++
+			if snap.Settled.PendingBusy > 0 {
+				busy++
+			}
 			buf = snap.Nodes[:0]
 		}
 		if got := snap.Settled.Done + snap.Settled.Pending + len(snap.Nodes); got != len(nodes) {
@@ -53,9 +57,10 @@ func TestCompactPlansTheSame(t *testing.T) {
 				seed, len(snap.Nodes), len(nodes), snap.Settled, cmp.Diff(whole, part))
 		}
 	}
-	if compacted < n/4 {
-		t.Fatalf("only %d of %d snapshots were compacted: the test proves little", compacted, n)
+	if compacted < n/4 || busy < n/20 {
+		t.Fatalf("only %d of %d snapshots were compacted, %d leaving out nodes with GPU pods: the test proves little", compacted, n, busy)
 	}
+	t.Logf("%d of %d snapshots compacted, %d leaving out nodes with GPU pods", compacted, n, busy)
 }
 
 // randomCompactable is a random pool in name order, and a rollout over it.
@@ -165,6 +170,17 @@ func randomCompactable(r *rand.Rand) (*v1alpha1.DriverRollout, []planner.Node, [
 			nodes[i].Labels = l
 		}
 	}
+	if r.IntN(2) == 0 {
+		// GPU pods on some nodes, so that a pass starts the cheapest
+		// pending nodes first; a few amounts of work, so that ties in
+		// it are ordered by name.
+		for i := range nodes {
+			if r.IntN(3) == 0 {
+				nodes[i].GPUPods = 1 + r.IntN(3)
+				nodes[i].GPUWork = float64(r.IntN(4)) * 3600
+			}
+		}
+	}
 	var others []planner.Peer
 	if r.IntN(8) == 0 {
 		others = append(others, planner.Peer{Name: "older", Created: ro.CreationTimestamp.Add(-time.Hour), NodeSelector: ro.Spec.NodeSelector})
@@ -220,7 +236,15 @@ func TestCompactorFollowsChanges(t *testing.T) {
 			for range r.IntN(4) {
 				i := r.IntN(len(nodes))
 				nd := &nodes[i]
-				switch r.IntN(7) {
+				switch r.IntN(8) {
+				case 7:
+					// Its GPU pods change, as they do all the time: the
+					// contract asks for no new version.
+					nd.GPUPods, nd.GPUWork = r.IntN(3), float64(r.IntN(5))*1800
+					if nd.GPUPods == 0 {
+						nd.GPUWork = 0
+					}
+					continue
 				case 0:
 					nd.Ready = !nd.Ready
 				case 1:

@@ -216,7 +216,11 @@ func (p *planner) abortNode(w *work) bool {
 }
 
 // short formats a duration without zero units: 1h30m, 45m, 20s.
-func short(d time.Duration) string {
+func short(d time.Duration) string { return ShortDuration(d) }
+
+// ShortDuration formats a duration, to the second, without zero units:
+// 1h30m, 45m, 20s, as the planner's reasons say them.
+func ShortDuration(d time.Duration) string {
 	s := d.Round(time.Second).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

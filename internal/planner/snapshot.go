@@ -34,8 +34,14 @@ type Settled struct {
 	// Done: Done on this rollout, not failed, Ready and schedulable.
 	Done int
 	// Pending: free, untouched, Ready and schedulable, not on the target
-	// driver, and after those Compact kept, in name order.
+	// driver, and after those Compact kept: in name order, or, where a
+	// pending node holds GPU pods, in the order a pass starts them
+	// (cheapest first).
 	Pending int
+	// PendingBusy counts those of Pending that hold GPU pods: a pass
+	// still starts the cheapest first, and says so, when it is the nodes
+	// left out that hold them.
+	PendingBusy int
 }
 
 // Peer is another DriverRollout of the cluster, as far as the planner

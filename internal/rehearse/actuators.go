@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -16,34 +15,80 @@ import (
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
-// Actuators are the two ways a rollout's nodes can be moved, in the order a
-// comparison shows them.
-var Actuators = []v1alpha1.Actuator{v1alpha1.ActuatorGPUFleet, v1alpha1.ActuatorGPUOperator}
-
 // OperatorLimits are what the gpu-operator actuator cannot do
 // (v1alpha1.OperatorActuatorLimits).
 var OperatorLimits = v1alpha1.OperatorActuatorLimits
 
-// Comparison is one cluster rehearsed with each actuator under the same
-// policy, the same nodes and the same seed: the same node meets the same
-// drain, install, report times and faults on both.
+// operatorDomainLimit is what the operator's path cannot do of a policy
+// with a maintenance domain, and how a comparison rehearses it instead
+// (see rehearseWith).
+const operatorDomainLimit = "no maintenance domains: its upgrade controller returns each node to service by itself, so this rehearsal moved the domains' nodes one by one"
+
+// Order is the order a rollout starts its pending nodes in.
+type Order string
+
+const (
+	// OrderCheapestFirst is gpufleet's planner seeing the GPU pods on
+	// each node (planner.Node.GPUPods, GPUWork): the nodes whose drain
+	// destroys the least work start first.
+	OrderCheapestFirst Order = "cheapest first"
+	// OrderNodeName is the nodes in name order, blind to the work on
+	// them: gpufleet's planner before it saw GPU pods, and the GPU
+	// Operator's upgrade controller, which takes its nodes in its own
+	// order.
+	OrderNodeName Order = "node name"
+)
+
+// Comparison is one cluster rehearsed in several ways (who moves the
+// nodes, in which order) under the same policy, on the same nodes and
+// seed: the same node meets the same drain, install, report times and
+// faults in each, and the nodes run the same jobs.
 type Comparison struct {
 	Cluster string `json:"cluster"`
-	// Runs are one rehearsal per actuator, in the order of Actuators.
+	// Runs are one rehearsal per way, in the order of the table's columns.
 	Runs []ActuatorRun `json:"runs"`
 }
 
-// ActuatorRun is one actuator's rehearsal.
+// ActuatorRun is one way's rehearsal.
 type ActuatorRun struct {
-	Actuator  v1alpha1.Actuator `json:"actuator"`
-	Rehearsal Rehearsal         `json:"rehearsal"`
+	Actuator v1alpha1.Actuator `json:"actuator"`
+	// Order is the order its rollout started the nodes in: without jobs
+	// every way keeps the nodes' own, OrderNodeName.
+	Order Order `json:"order"`
+	// Title is its column's heading.
+	Title     string    `json:"title"`
+	Rehearsal Rehearsal `json:"rehearsal"`
 	// Limits are what this path cannot do (OperatorLimits for the
 	// operator's).
 	Limits []string `json:"limits,omitempty"`
 }
 
-// Compare rehearses each cluster Options names with every actuator, the
-// cluster's policy otherwise as the fleet file resolves it.
+// way is one way of moving a cluster's nodes that a comparison rehearses.
+// The zero way is the rollout as its policy says: its own actuator, the
+// jobs observed.
+type way struct {
+	// actuator overrides the policy's; empty keeps it.
+	actuator v1alpha1.Actuator
+	// blind hides the jobs from the controller (sim.Workload.Unobserved).
+	blind bool
+	order Order
+	title string
+}
+
+// comparedWays are the columns of a comparison. The fixed order shows
+// what cheapest-first saves and is left out without jobs: with no GPU pod
+// anywhere both orders are the same. The operator's column is blind: its
+// upgrade controller takes the nodes in its own order, whatever runs on
+// them.
+var comparedWays = []way{
+	{actuator: v1alpha1.ActuatorGPUFleet, order: OrderCheapestFirst, title: "gpufleet"},
+	{actuator: v1alpha1.ActuatorGPUFleet, order: OrderNodeName, title: "gpufleet, name order", blind: true},
+	{actuator: v1alpha1.ActuatorGPUOperator, order: OrderNodeName, title: "gpu-operator", blind: true},
+}
+
+// Compare rehearses each cluster Options names in every way of
+// comparedWays (the name order only when jobs run: Options.Utilization),
+// the cluster's policy otherwise as the fleet file resolves it.
 func (o Options) Compare(_ context.Context) ([]Comparison, error) {
 	f := o.Fleet
 	clusters := f.ClusterNames()
@@ -66,14 +111,24 @@ func (o Options) Compare(_ context.Context) ([]Comparison, error) {
 	var out []Comparison
 	for _, c := range clusters {
 		cmp := Comparison{Cluster: c}
-		for _, a := range Actuators {
-			r, err := o.rehearseWith(c, release, a)
-			if err != nil {
-				return nil, fmt.Errorf("simulate %s with the %s actuator: %w", c, a, err)
+		for _, w := range comparedWays {
+			if w.blind && w.actuator == v1alpha1.ActuatorGPUFleet && o.Utilization <= 0 {
+				continue
 			}
-			run := ActuatorRun{Actuator: a, Rehearsal: r}
-			if a == v1alpha1.ActuatorGPUOperator {
+			r, err := o.rehearseWith(c, release, w)
+			if err != nil {
+				return nil, fmt.Errorf("simulate %s (%s): %w", c, w.title, err)
+			}
+			run := ActuatorRun{Actuator: w.actuator, Order: w.order, Title: w.title, Rehearsal: r}
+			if o.Utilization <= 0 {
+				// No GPU pod anywhere: every planner keeps the nodes' order.
+				run.Order = OrderNodeName
+			}
+			if w.actuator == v1alpha1.ActuatorGPUOperator {
 				run.Limits = OperatorLimits
+				if domainLabel(f.PolicyFor(c)) != "" {
+					run.Limits = append(slices.Clip(OperatorLimits), operatorDomainLimit)
+				}
 			}
 			cmp.Runs = append(cmp.Runs, run)
 		}
@@ -88,44 +143,45 @@ func UnfinishedComparisons(all []Comparison) error {
 	for _, c := range all {
 		for _, r := range c.Runs {
 			if err := Unfinished([]Rehearsal{r.Rehearsal}); err != nil {
-				errs = append(errs, fmt.Errorf("%s actuator: %w", r.Actuator, err))
+				errs = append(errs, fmt.Errorf("%s: %w", r.Title, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// rehearseWith is rehearse with the DriverRollout's actuator set to a
-// (empty: the one its policy names). On the operator's path the nodes
+// rehearseWith is rehearse in way w: the DriverRollout's actuator set to
+// w's (empty: the one its policy names), the jobs, when any run, hidden
+// from the controller when w is blind. On the operator's path the nodes
 // start held with its skip label, as the rollout before this one leaves
 // them, and the simulator plays the operator's upgrade controller (sim's
 // operator model). A file with nothing to move from rehearses a
 // reinstall. The approval `gpufleet approve` writes comes as soon as the
 // rollout asks for it: the rehearsal measures the machinery, not how long
 // a person takes.
-func (o Options) rehearseWith(cluster, release string, a v1alpha1.Actuator) (Rehearsal, error) {
+func (o Options) rehearseWith(cluster, release string, w way) (Rehearsal, error) {
 	f := o.Fleet
 	p := f.PolicyFor(cluster)
 	ro, err := render.DriverRollout(f, cluster, release)
 	if err != nil {
 		return Rehearsal{}, err
 	}
-	if a != "" {
-		ro.Spec.Actuator = a
+	if w.actuator != "" {
+		ro.Spec.Actuator = w.actuator
+	}
+	if ro.Spec.Actuator == v1alpha1.ActuatorGPUOperator && ro.Spec.MaintenanceDomain != nil {
+		// The planner refuses a domain on the operator's path, as the
+		// fleet file does (no domain could return as one unit): compared
+		// with gpufleet's, the operator moves the same nodes, labelled in
+		// the same domains and running the same jobs, one by one.
+		ro.Spec.MaintenanceDomain = nil
 	}
 	target, previous := ro.Spec.TargetVersion, ro.Spec.PreviousVersion
 	drill := f.Releases[release].ExpectFailure
 	if previous == "" {
 		previous = target
 	}
-	var nodes []planner.Node
-	if o.Nodes > 0 {
-		nodes = sim.Nodes(o.Nodes, "gpu", gpuNodeLabels(f.Clusters[cluster], nil), previous)
-	} else {
-		for _, pool := range f.Clusters[cluster].Pools {
-			nodes = append(nodes, sim.Nodes(pool.Nodes, pool.Name, gpuNodeLabels(f.Clusters[cluster], pool), previous)...)
-		}
-	}
+	nodes := o.nodes(f.Clusters[cluster], p, previous)
 	if len(nodes) == 0 {
 		return Rehearsal{}, errors.New("the cluster has no GPU nodes: give --nodes")
 	}
@@ -141,73 +197,20 @@ func (o Options) rehearseWith(cluster, release string, a v1alpha1.Actuator) (Reh
 	if drill && !o.FailRateSet {
 		prof.InstallFailRate = 1
 	}
+	work := o.workload(p, len(nodes), w.blind)
 	res, err := sim.Run(sim.Config{
 		Rollout: ro, Nodes: nodes, Start: o.Start, Seed: o.Seed, Profile: prof,
-		Record: o.Record, Tick: time.Minute, ApproveWhenAsked: true,
+		Record: o.Record, Tick: time.Minute, ApproveWhenAsked: true, Workload: work,
 	})
 	if err != nil {
 		return Rehearsal{}, err
 	}
-	pol := DescribePolicy(p)
-	return Rehearsal{
-		Cluster: cluster, Rollout: ro.Name, Previous: previous, Target: target, Policy: pol,
+	r := Rehearsal{
+		Cluster: cluster, Rollout: ro.Name, Previous: previous, Target: target, Policy: DescribePolicy(p),
 		Report: sim.Summarise(ro, res), result: res, rollout: ro, calendar: planner.NewCalendar(&ro.Spec),
-	}, nil
-}
-
-// WriteComparisons writes each comparison as one table, a column per
-// actuator, then what the operator's path cannot do.
-func WriteComparisons(w io.Writer, all []Comparison) error {
-	for i, c := range all {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		if len(c.Runs) == 0 {
-			continue
-		}
-		first := c.Runs[0].Rehearsal
-		fmt.Fprintf(w, "cluster %s: %d nodes, driver %s → %s\n", c.Cluster, first.Report.Nodes, first.Previous, first.Target)
-		fmt.Fprintf(w, "policy  %s (the same for every actuator)\n\n", first.Policy)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		row := func(name string, cell func(r *Rehearsal) string) {
-			fmt.Fprintf(tw, "%s", name)
-			for k := range c.Runs {
-				fmt.Fprintf(tw, "\t%s", cell(&c.Runs[k].Rehearsal))
-			}
-			fmt.Fprintln(tw)
-		}
-		fmt.Fprintf(tw, "actuator")
-		for _, r := range c.Runs {
-			fmt.Fprintf(tw, "\t%s", r.Actuator)
-		}
-		fmt.Fprintln(tw)
-		row("outcome", func(r *Rehearsal) string { return string(r.Report.Outcome) })
-		row("makespan", func(r *Rehearsal) string { return ShortDuration(time.Duration(r.Report.Makespan)) })
-		row("efficiency", func(r *Rehearsal) string { return fmt.Sprintf("%.0f%%", 100*r.Report.Efficiency) })
-		row("done", func(r *Rehearsal) string { return fmt.Sprint(r.Report.Done) })
-		row("rolled back", func(r *Rehearsal) string { return fmt.Sprint(r.Report.RolledBack) })
-		row("quarantined", func(r *Rehearsal) string { return fmt.Sprint(r.Report.Quarantined) })
-		row("untouched", func(r *Rehearsal) string { return fmt.Sprint(r.Report.Untouched) })
-		row("failures", func(r *Rehearsal) string {
-			s := fmt.Sprintf("%d of %d", r.Report.Failures, r.Report.Budget)
-			if !r.Report.BudgetHeld {
-				s += " (stopped)"
-			}
-			return s
-		})
-		row("planning passes", func(r *Rehearsal) string { return fmt.Sprint(r.result.Steps) })
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		for _, r := range c.Runs {
-			if len(r.Limits) == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "\nwhat the %s actuator cannot do:\n", r.Actuator)
-			for _, l := range r.Limits {
-				fmt.Fprintf(w, "  - %s\n", l)
-			}
-		}
 	}
-	return nil
+	if work != nil {
+		r.Workload = work.Describe()
+	}
+	return r, nil
 }

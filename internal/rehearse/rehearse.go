@@ -55,6 +55,11 @@ type Options struct {
 	Record bool
 	// Timeline asks for one cluster only: a timeline draws one.
 	Timeline bool
+	// Utilization is the share of the nodes' GPUs that simulated jobs
+	// hold while the rollout goes over them (sim.DefaultWorkload), so
+	// that the rehearsal measures the GPU work the rollout destroys; zero
+	// runs no jobs: idle nodes.
+	Utilization float64
 }
 
 // Rehearsal is one cluster's simulated rollout. Its exported fields are
@@ -62,10 +67,14 @@ type Options struct {
 type Rehearsal struct {
 	Cluster string `json:"cluster"`
 	// Rollout is the name of the DriverRollout rehearsed, as render writes it.
-	Rollout  string     `json:"rollout"`
-	Previous string     `json:"previousDriver"`
-	Target   string     `json:"targetDriver"`
-	Policy   string     `json:"policy"`
+	Rollout  string `json:"rollout"`
+	Previous string `json:"previousDriver"`
+	Target   string `json:"targetDriver"`
+	Policy   string `json:"policy"`
+	// Workload says the jobs the nodes ran (sim.Workload.Describe); empty
+	// when they ran none. Report.Workload is what the rollout destroyed
+	// of them.
+	Workload string     `json:"workload,omitempty"`
 	Report   sim.Report `json:"report"`
 
 	result   *sim.Result
@@ -141,22 +150,7 @@ func Unfinished(all []Rehearsal) error {
 // labels them, so that its node selector picks them as it would. The
 // rollout keeps the actuator its policy names.
 func (o Options) rehearse(cluster, release string) (Rehearsal, error) {
-	return o.rehearseWith(cluster, release, "")
-}
-
-// gpuNodeLabels are the labels a node of pool carries in a real cluster:
-// those GPU Feature Discovery sets and the pool label render selects by.
-// A nil pool is a node of Options.Nodes: the cluster's first pool's product.
-func gpuNodeLabels(c *fleet.Cluster, pool *fleet.Pool) map[string]string {
-	l := map[string]string{v1alpha1.LabelGPUPresent: "true"}
-	if pool == nil && len(c.Pools) > 0 {
-		pool = c.Pools[0]
-	}
-	if pool != nil {
-		l[v1alpha1.LabelGFDProduct] = pool.Product
-		l[v1alpha1.LabelPool] = pool.Name
-	}
-	return l
+	return o.rehearseWith(cluster, release, way{})
 }
 
 // Release is the release to rehearse when none is given: the one being
@@ -198,6 +192,9 @@ func DescribePolicy(p fleet.Policy) string {
 	}
 	if len(p.Freezes) > 0 {
 		s += fmt.Sprintf(", %d freeze(s)", len(p.Freezes))
+	}
+	if label := domainLabel(p); label != "" {
+		s += fmt.Sprintf(", maintenance domains by %s of at most %d nodes", label, p.DomainSize)
 	}
 	return s
 }

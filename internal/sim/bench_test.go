@@ -67,24 +67,33 @@ func BenchmarkSimulateNodes(b *testing.B) {
 		ro   func() *v1alpha1.DriverRollout
 		// sizes, when set, replaces the node counts below.
 		sizes []int
+		// jobs runs DefaultWorkload on the nodes, as the rehearsal does
+		// unless --utilization 0.
+		jobs bool
 	}{
 		{"parallel=100", func() *v1alpha1.DriverRollout {
 			return pt.Rollout("r").Canary(1).Parallel(100).MaxUnavailablePercent("2%").Budget(1000).Build()
-		}, nil},
+		}, nil, false},
 		{"parallel=10", func() *v1alpha1.DriverRollout {
 			return pt.Rollout("r").Canary(1).Parallel(10).MaxUnavailablePercent("1%").Budget(1000).Build()
-		}, nil},
+		}, nil, false},
 		{"parallel=20-window", func() *v1alpha1.DriverRollout {
 			return pt.Rollout("r").Canary(1).Parallel(20).MaxUnavailablePercent("1%").Budget(1000).
 				Window("22:00", "06:00", "Europe/Berlin", v1alpha1.Tuesday, v1alpha1.Wednesday, v1alpha1.Thursday).Build()
-		}, nil},
+		}, nil, false},
 		// The gpu-operator actuator, its nodes held as the rollout before
 		// leaves them (and as gpufleet simulate starts them).
 		{"parallel=100-gpu-operator", func() *v1alpha1.DriverRollout {
 			ro := pt.Rollout("r").Canary(1).Parallel(100).MaxUnavailablePercent("2%").Budget(1000).Build()
 			ro.Spec.Actuator = v1alpha1.ActuatorGPUOperator
 			return ro
-		}, []int{5000, 20000, 50000}},
+		}, []int{5000, 20000, 50000}, false},
+		{"parallel=100-jobs", func() *v1alpha1.DriverRollout {
+			return pt.Rollout("r").Canary(1).Parallel(100).MaxUnavailablePercent("2%").Budget(1000).Build()
+		}, nil, true},
+		{"parallel=10-jobs", func() *v1alpha1.DriverRollout {
+			return pt.Rollout("r").Canary(1).Parallel(10).MaxUnavailablePercent("1%").Budget(1000).Build()
+		}, []int{5000}, true},
 	}
 	prof := sim.DefaultProfile()
 	prof.InstallFailRate, prof.XIDRate = 0.001, 0.001
@@ -103,7 +112,11 @@ func BenchmarkSimulateNodes(b *testing.B) {
 				b.ReportAllocs()
 				defer fleettest.CPUTime(b)()
 				for b.Loop() {
-					res, err := sim.Run(sim.Config{Rollout: pol.ro(), Nodes: nodes, Start: monday, Seed: 1, Profile: prof, Tick: time.Minute, ApproveWhenAsked: true})
+					cfg := sim.Config{Rollout: pol.ro(), Nodes: nodes, Start: monday, Seed: 1, Profile: prof, Tick: time.Minute, ApproveWhenAsked: true}
+					if pol.jobs {
+						cfg.Workload = sim.DefaultWorkload(n, "")
+					}
+					res, err := sim.Run(cfg)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -112,5 +125,34 @@ func BenchmarkSimulateNodes(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkWorkloadTrace is the GPU work a rollout destroys on a fixed,
+// realistic trace (fixedTrace: 64 HGX nodes of 8 GPUs 85% busy with
+// DefaultWorkload's jobs, canary 1, 4 nodes at a time, ten seeds), for the
+// planner starting the cheapest nodes first against a fixed node order and
+// the GPU Operator's upgrade controller's own order, on plain nodes and on
+// NVLink domains of four maintained as one. Goal: at most half the
+// GPU-hours of the fixed order (destroyed-ratio ≤ 0.5) within 10% of its
+// makespan (makespan-ratio ≤ 1.1), and on domains each multi-node job
+// interrupted at most once (most-interruptions).
+func BenchmarkWorkloadTrace(b *testing.B) {
+	for _, domains := range []bool{false, true} {
+		b.Run(fmt.Sprintf("domains=%v", domains), func(b *testing.B) {
+			var f map[string]*orderFigures
+			for b.Loop() {
+				f = runTrace(b, 64, domains)
+			}
+			cost, name, op := f["cost"], f["name"], f["operator"]
+			b.ReportMetric(cost.destroyed/traceSeeds, "GPUh-cheapest")
+			b.ReportMetric(name.destroyed/traceSeeds, "GPUh-name-order")
+			b.ReportMetric(op.destroyed/traceSeeds, "GPUh-operator")
+			b.ReportMetric(cost.destroyed/name.destroyed, "destroyed-ratio")
+			b.ReportMetric(cost.worst, "makespan-ratio")
+			b.ReportMetric(float64(cost.most), "most-interruptions")
+			b.ReportMetric(float64(name.most), "most-interruptions-name-order")
+			b.ReportMetric(float64(op.most), "most-interruptions-operator")
+		})
 	}
 }

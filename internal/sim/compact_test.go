@@ -13,7 +13,8 @@ import (
 // simulator runs them for people (the planner handed compacted snapshots,
 // planner.Compact) and once observed (every pass planned from every node,
 // as an observer needs them), and wants the same run: transcript,
-// timeline, phases, final nodes and statuses. Half the rollouts drop the
+// timeline, phases, final nodes, statuses and, a third of them running GPU
+// jobs, the work destroyed. Half the rollouts drop the
 // outOfService selector, which keeps Compact away; the test wants many
 // compacted passes, or it proves nothing.
 func TestCompactSimulatesTheSame(t *testing.T) {
@@ -31,6 +32,10 @@ func compactSimulatesTheSame(t *testing.T, random func(uint64) sim.Hooked) {
 			cfg := random(seed)
 			if seed%2 == 0 {
 				cfg.Rollout.Spec.OutOfService = nil
+			}
+			if seed%3 == 0 {
+				// GPU jobs: the passes start the cheapest nodes first.
+				cfg = withWorkload(cfg, seed)
 			}
 			cfg.Record = true
 			return cfg

@@ -20,6 +20,18 @@
 // support, so not linked into any binary) judges ownership and cordons from
 // the world's own record of who owns each node and who holds each cordon.
 //
+// With Config.Workload the nodes run GPU jobs (workload.go, jobs.go): jobs
+// of one node or several, or of a whole maintenance domain, arrive, are
+// placed by a small bin-packing scheduler, checkpoint and finish; a drain
+// evicts the ones on its node (evict.go), or first waits for the ones
+// spec.evict.waitForCompletion names, and the work each loses since its
+// last checkpoint, on all of its GPUs, is what the rollout destroyed
+// (Result.Workload). The planner sees each node's GPU pods and work in
+// flight as the controller observes them from its cache, so it starts the
+// cheapest nodes first; Workload.Unobserved hides them, for the fixed
+// order a comparison measures it against. The jobs draw from streams of
+// their own, so every planner meets the same jobs on a seed.
+//
 // Run is a small runner (run.go) whose methods are the steps of a round:
 // the events due happen, each live rollout reads its view, plans, writes
 // under the resourceVersion precondition, records and is observed; the

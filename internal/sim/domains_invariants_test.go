@@ -49,6 +49,27 @@ func withDomains(cfg sim.Hooked, seed uint64) sim.Hooked {
 	return cfg
 }
 
+// mustHoldInvariants runs cfg, the random configuration of seed, under the
+// checker (and observe), and fails the test at the first invariant broken
+// or when the run does not converge.
+func mustHoldInvariants(t *testing.T, seed uint64, cfg sim.Hooked, observe ...func(sim.Step)) *sim.Result {
+	t.Helper()
+	check := simcheck.NewChecker()
+	cfg.Observe = tee(append([]func(sim.Step){check.Step}, observe...)...)
+	res, err := sim.RunHooked(cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if res.HitHorizon {
+		t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
+	}
+	finalAll(check, res)
+	if v := check.Violations(); len(v) > 0 {
+		t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
+	}
+	return res
+}
+
 // domainCoverage counts what the domain runs reached.
 type domainCoverage struct {
 	// starts: passes that started a domain of several nodes; rollbacks:
@@ -87,20 +108,7 @@ func TestDomainInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	var cov domainCoverage
 	for seed := range uint64(n) {
-		cfg := withDomains(randomConfig(seed), seed)
-		check := simcheck.NewChecker()
-		cfg.Observe = tee(check.Step, cov.observe)
-		res, err := sim.RunHooked(cfg)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		if res.HitHorizon {
-			t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
-		}
-		finalAll(check, res)
-		if v := check.Violations(); len(v) > 0 {
-			t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
-		}
+		mustHoldInvariants(t, seed, withDomains(randomConfig(seed), seed), cov.observe)
 	}
 	if n >= 200 && (cov.starts == 0 || cov.rollbacks == 0 || cov.returns == 0) {
 		t.Errorf("the domain runs reached too little: %+v", cov)

@@ -335,6 +335,9 @@ func (w *World) operatorPass() {
 
 // operatorDrain drains node i, then restarts its driver pod.
 func (w *World) operatorDrain(i int) {
+	// The operator deletes the node's GPU pods before it drains: it waits
+	// for no job (no job selector is set).
+	w.evictAll(i, true)
 	m := w.op
 	f := w.fates[i]
 	g := m.step[i]

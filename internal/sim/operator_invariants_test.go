@@ -333,14 +333,18 @@ func runOperatorChecked(cfg sim.Hooked) (*sim.Result, []string) {
 }
 
 // TestOperatorInvariantsRandomized runs the gpu-operator actuator against
-// the operator model over random configurations and checks its rules at
-// every step.
+// the operator model over random configurations, a third of them with GPU
+// jobs on the nodes, and checks its rules at every step.
 func TestOperatorInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	phases := map[v1alpha1.RolloutPhase]int{}
 	quarantinedBySignal, keptCordons, releasedAll := 0, 0, 0
 	for seed := range uint64(n) {
 		cfg := sim.Hooked{Config: randomOperatorConfig(seed)}
+		if seed%3 == 0 {
+			// GPU jobs on the nodes: the releases go cheapest first.
+			cfg = withWorkload(cfg, seed)
+		}
 		res, v := runOperatorChecked(cfg)
 		if len(v) > 0 {
 			t.Fatalf("seed %d: %d violations, first: %s", seed, len(v), v[0])

@@ -35,6 +35,9 @@ type Report struct {
 	// Held are the periods the rollout waited outside its windows, in a
 	// freeze, paused or for approval.
 	Held []Hold `json:"held,omitempty"`
+	// Workload is the GPU work the rollout destroyed, when the rehearsal
+	// ran jobs on its nodes (Config.Workload).
+	Workload *WorkloadResult `json:"workload,omitempty"`
 }
 
 // Hold is a period the rollout waited, and why.
@@ -73,6 +76,7 @@ func Summarise(ro *v1alpha1.DriverRollout, res *Result) Report {
 		Reason: readyMessage(st),
 	}
 	r.BudgetHeld = r.Failures <= r.Budget
+	r.Workload = res.Workload
 	slots := max(min(set.Parallel, set.MaxUnavailable), 1)
 	var canary, rest []time.Duration
 	// Only the nodes the rollout brought to the end count: a rollout that

@@ -28,6 +28,11 @@ func run(cfg Config, h hooks) (*Result, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, errors.New("simulate: no nodes")
 	}
+	if cfg.Workload != nil {
+		if err := cfg.Workload.check(cfg.Nodes); err != nil {
+			return nil, err
+		}
+	}
 	r := newRunner(cfg, h)
 	maxSteps := 200*len(r.w.nodes) + 10000
 	for ; r.res.Steps < maxSteps; r.res.Steps++ {
@@ -149,6 +154,9 @@ func newRunner(cfg Config, h hooks) *runner {
 // version reported, a node's NotReady spell).
 func (r *runner) fireDue() {
 	w := r.w
+	// The jobs first: they play against the nodes as the last round left
+	// them.
+	w.advanceWorkload()
 	for len(w.queue) > 0 && !w.queue[0].at.After(w.now) {
 		heap.Pop(&w.queue).(event).fn()
 	}
@@ -170,6 +178,7 @@ func (r *runner) passes() round {
 		live = append(live, live...)
 	}
 	r.live = live
+	w.observeWork()
 	if cap(r.reads) < len(live) {
 		r.reads = make([]reading, len(live))
 	}
@@ -458,6 +467,10 @@ func (r *runner) finish() *Result {
 		if !ro.gone {
 			res.Rollouts = append(res.Rollouts, ro.ro)
 		}
+	}
+	if w.work != nil {
+		wr := w.work.res
+		res.Workload = &wr
 	}
 	res.Transcript = w.lines
 	res.Timeline = r.tl.close(res.End)

@@ -47,6 +47,10 @@ type Config struct {
 	// edit `gpufleet approve` makes), so a rehearsal measures the
 	// machinery and not the wait for a person.
 	ApproveWhenAsked bool
+	// Workload, when set, runs jobs on the nodes and measures what the
+	// rollout destroys of them (Result.Workload); nil runs none, and the
+	// nodes are idle as the planner sees them.
+	Workload *Workload
 }
 
 // hooks are what the tests of this package change in a run to prove
@@ -155,7 +159,10 @@ type Result struct {
 	// Refused counts the writes refused because a node changed after the
 	// pass that planned them read it.
 	Refused int
-	world   *World
+	// Workload is what the rollout did to Config.Workload's jobs; nil
+	// without one.
+	Workload *WorkloadResult
+	world    *World
 }
 
 // ViewOf returns the nodes at the end as the controller of the live

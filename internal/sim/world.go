@@ -77,6 +77,9 @@ type World struct {
 	// op plays the GPU Operator's upgrade controller when the first
 	// rollout has the gpu-operator actuator (operator.go); nil otherwise.
 	op *operatorModel
+	// work are the jobs of Config.Workload on the nodes (jobs.go); nil
+	// without a workload.
+	work *jobs
 }
 
 // simRollout is one rollout of the world.
@@ -140,6 +143,10 @@ func newWorld(cfg Config, observe func(Step)) *World {
 		w.scheduleNoise(i)
 	}
 	w.op = newOperatorModel(w)
+	if cfg.Workload != nil {
+		// After the fates: the jobs draw from streams of their own.
+		w.work = newJobs(w, cfg.Workload, cfg.Seed)
+	}
 	return w
 }
 
@@ -400,6 +407,7 @@ func (w *World) Leave(name string) {
 		return
 	}
 	n := &w.nodes[i]
+	w.evictAll(i, false) // its pods go with it, not the rollout's doing
 	w.gen[i]++
 	n.Labels = map[string]string{}
 	n.Owner, n.Phase, n.Since, n.Failed, n.AdminCordoned = "", "", time.Time{}, false, false
@@ -495,12 +503,7 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 	switch {
 	case t.To == v1alpha1.NodeDraining:
 		n.Drained = false
-		g := w.gen[i]
-		w.after(f.drain, func() {
-			if w.gen[i] == g && w.nodes[i].Phase == v1alpha1.NodeDraining {
-				w.nodes[i].Drained = true
-			}
-		})
+		w.startDrain(i, r)
 	case t.To == v1alpha1.NodeSoaking && f.xidAt >= 0:
 		g := w.gen[i]
 		w.after(time.Duration(f.xidAt*float64(r.soak)), func() {
@@ -532,6 +535,9 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 // flipDriver models the driver label changing: the old driver pod leaves,
 // the new one installs, and GPU Feature Discovery reports its version.
 func (w *World) flipDriver(i int, version string, rollback bool) {
+	// A GPU pod still on the node (a Done node rolled back) fails with
+	// the driver it ran on.
+	w.evictAll(i, true)
 	w.gen[i]++
 	g := w.gen[i]
 	n := &w.nodes[i]
