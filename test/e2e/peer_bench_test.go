@@ -143,6 +143,34 @@ const (
 	peerSoak           = 5 * time.Second
 )
 
+// peerSafety is the canary and soak every way is rendered with: 1 node and
+// peerSoak, or GPUFLEET_PEER_CANARY and GPUFLEET_PEER_SOAK, to measure what
+// the gated path costs without the safety it adds (the operator alone has
+// neither: it reads neither key).
+type peerSafety struct {
+	canary int
+	soak   time.Duration
+}
+
+func peerSafetyFromEnv(b *testing.B) peerSafety {
+	s := peerSafety{canary: 1, soak: peerSoak}
+	if v := os.Getenv("GPUFLEET_PEER_CANARY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("GPUFLEET_PEER_CANARY=%q: want a count of nodes", v)
+		}
+		s.canary = n
+	}
+	if v := os.Getenv("GPUFLEET_PEER_SOAK"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("GPUFLEET_PEER_SOAK=%q: want a duration above 0s", v)
+		}
+		s.soak = d
+	}
+	return s
+}
+
 // peerRun is what one iteration measured.
 type peerRun struct {
 	makespan time.Duration
@@ -161,14 +189,16 @@ type peerRun struct {
 	// its operands' RBAC, rewritten on every reconcile whatever the nodes.
 	upgraderNodePods float64
 	// programs is every program's requests over the good rollout.
-	programs   map[string]testbed.Requests
-	peak       float64
+	programs map[string]testbed.Requests
+	peak     float64
+	// timeline says where the good rollout's time went (peerTimeline).
+	timeline   string
 	uncordoned bool
 	badReached float64
 	xid        string
 }
 
-func peerFleet(way string) string {
+func peerFleet(way string, safety peerSafety) string {
 	actuator := "gpu-operator"
 	if way == "gpufleet" {
 		actuator = "gpufleet"
@@ -207,7 +237,7 @@ clusters = ["stg"]
 
 [policy]
 actuator = "%[7]s"
-canary-nodes = 1
+canary-nodes = %[11]d
 auto-approve-canary = true
 parallel-nodes = %[8]d
 max-unavailable = %[9]d
@@ -225,7 +255,7 @@ event-reasons = ["XidError", "EccError"]
 stable = "%[1]s"
 approved = []
 paused = false
-`, lab.ReleaseStable, lab.DriverStable, lab.ReleaseGood, lab.DriverGood, lab.ReleaseDrill, lab.DriverDrill, actuator, peerParallel, peerMaxUnavailable, peerSoak)
+`, lab.ReleaseStable, lab.DriverStable, lab.ReleaseGood, lab.DriverGood, lab.ReleaseDrill, lab.DriverDrill, actuator, peerParallel, peerMaxUnavailable, safety.soak, safety.canary)
 }
 
 // peerWorld is one fresh testbed of n nodes rolled way.
@@ -242,6 +272,9 @@ type peerWorld struct {
 	peak       int
 	versions   map[string][]string
 	nodeLister corelisters.NodeLister
+	// tl is every node's changes, for where the time went.
+	tl     peerTimeline
+	safety peerSafety
 }
 
 func (p *peerWorld) count(next http.RoundTripper) http.RoundTripper {
@@ -264,10 +297,10 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 func runPeer(b *testing.B, way string, n int) peerRun {
 	b.Helper()
 	ctx := b.Context()
-	p := &peerWorld{b: b, way: way, n: n, versions: map[string][]string{}}
+	p := &peerWorld{b: b, way: way, n: n, versions: map[string][]string{}, safety: peerSafetyFromEnv(b)}
 	b.Setenv("TMPDIR", b.TempDir())
 	lw, err := lab.Start(ctx, lab.Options{
-		Root: "../..", Dir: b.TempDir(), Clusters: []string{"stg"}, FleetTOML: []byte(peerFleet(way)), ChartVersion: lab.ChartVersion,
+		Root: "../..", Dir: b.TempDir(), Clusters: []string{"stg"}, FleetTOML: []byte(peerFleet(way, p.safety)), ChartVersion: lab.ChartVersion,
 		Pool:       nodesim.Pool{Name: lab.PoolName, Product: lab.Product, Nodes: n, Driver: lab.DriverStable},
 		BadDrivers: []string{lab.DriverDrill}, SourceInterval: lab.SourceInterval, RootInterval: lab.RootInterval, GitUser: "bench",
 		NoController: way == "operator", ControllerTransport: p.count, AuditLog: true,
@@ -285,7 +318,7 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 	p.gpufleet("render", "-f", lw.FleetFile)
 	p.commit("first render")
 	names := nodesim.Pool{Name: lab.PoolName, Nodes: n}.NodeNames()
-	p.until(scaled(3*time.Minute, n), "every node upgrade-done on the stable driver", func(nodes map[string]*corev1.Node) bool {
+	p.until(scaled(3*time.Minute, n), "every node on the stable driver, in no upgrade", func(nodes map[string]*corev1.Node) bool {
 		for _, nd := range nodes {
 			if nd.Labels[v1alpha1.LabelGFDDriverFull] != lab.DriverStable {
 				return false
@@ -293,8 +326,10 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 			if way == "gated" && nd.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" {
 				return false
 			}
-			if way != "gpufleet" && nd.Labels[v1alpha1.LabelOperatorUpgradeState] != v1alpha1.OperatorStateDone {
-				return false // the gpufleet way turns the operator's upgrade off: no label
+			// Render turns the operator's upgrade policy off at rest, so
+			// its state labels are gone (or upgrade-done while it turns).
+			if st := nd.Labels[v1alpha1.LabelOperatorUpgradeState]; st != "" && st != v1alpha1.OperatorStateDone {
+				return false
 			}
 		}
 		return len(nodes) == n
@@ -357,6 +392,8 @@ func runPeer(b *testing.B, way string, n int) peerRun {
 		r.upgraderNodePods += float64(u.ByResource["nodes"]+u.ByResource["pods"]+u.ByResource["pods/eviction"]) / float64(n)
 	}
 	b.Logf("%s, %d nodes: requests over the good rollout by program: %s", way, n, programSummary(r.programs))
+	r.timeline = p.tl.breakdown(t0, end, way)
+	b.Logf("%s, %d nodes: where the good rollout's %.0f s went: %s", way, n, r.makespan.Seconds(), r.timeline)
 	p.mu.Lock()
 	r.peak = float64(p.peak)
 	p.mu.Unlock()
@@ -539,8 +576,13 @@ func (p *peerWorld) watch() {
 		p.mu.Unlock()
 	}
 	if _, err := ni.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { onNode() },
-		UpdateFunc: func(any, any) { onNode() },
+		AddFunc: func(any) { onNode() },
+		UpdateFunc: func(old, obj any) {
+			onNode()
+			a, _ := old.(*corev1.Node)
+			b, _ := obj.(*corev1.Node)
+			p.tl.observe(a, b)
+		},
 		DeleteFunc: func(any) { onNode() },
 	}); err != nil {
 		p.b.Fatal(err)
