@@ -311,12 +311,22 @@ func (p *planner) canaryDecided() bool {
 	return !p.spec.Abort && (r == v1alpha1.CanaryPassed || r == v1alpha1.CanaryFailed)
 }
 
-// pickCanary makes count more nodes canary nodes, in name order. The canary
-// must prove the new driver: it picks nodes that still need it, and that
-// this rollout may move; a replacement for a canary node that left
+// pickCanary makes count more nodes canary nodes, in the order the
+// pending nodes start (startOrder): the cheapest first where some hold GPU
+// pods, else name order. The canary is the rollout's first maintenance,
+// and the first to go back when it fails: an idle node proves the driver
+// as well as a busy one, without evicting a job that would start again on
+// a node the rollout has not reached yet (and be evicted twice). The
+// canary must prove the new driver: it picks nodes that still need it, and
+// that this rollout may move; a replacement for a canary node that left
 // (replace) must be pending, as a node already through proves nothing now.
 func (p *planner) pickCanary(count int, replace bool) {
-	for i := 0; i < len(p.nodes) && count > 0; i++ {
+	order := p.startOrder()
+	for k := 0; k < len(p.nodes) && count > 0; k++ {
+		i := k
+		if order != nil {
+			i = order[k]
+		}
 		if w := &p.nodes[i]; !w.canary && w.elsewhere == "" && (!replace || w.phase == v1alpha1.NodePending) && !p.onTarget(w) {
 			w.canary = true
 			count--

@@ -159,11 +159,19 @@ func TestPlanTransitions(t *testing.T) {
 			},
 		},
 		{
-			name:    "the canary is the canary, whatever its GPU work",
-			rollout: pt.Rollout("r").Canary(1).Parallel(2).MaxUnavailable(2),
+			name:    "a canary the spec names is the canary, whatever its GPU work",
+			rollout: pt.Rollout("r").CanaryNodes("gpu-00").Parallel(2).MaxUnavailable(2),
 			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").GPUWork(2, 10), pt.Node("gpu-01")},
 			want: []string{
 				"gpu-00 Pending→Draining [cordon] canary node (2 GPU pods, 10.0 GPU-hours in flight; the pending nodes go least first) started: cordoning and draining for driver " + target,
+			},
+		},
+		{
+			name:    "a canary by count is the cheapest pending node",
+			rollout: pt.Rollout("r").Canary(1).Parallel(2).MaxUnavailable(2),
+			nodes:   []*pt.NodeBuilder{pt.Node("gpu-00").GPUWork(2, 10), pt.Node("gpu-01").GPUWork(1, 3), pt.Node("gpu-02").GPUWork(1, 1)},
+			want: []string{
+				"gpu-02 Pending→Draining [cordon] canary node (1 GPU pod, 1.0 GPU-hours in flight; the pending nodes go least first) started: cordoning and draining for driver " + target,
 			},
 		},
 		{

@@ -47,7 +47,11 @@ func TestGoldenTranscripts(t *testing.T) {
 		nodes   []planner.Node
 		profile sim.Profile
 		script  []sim.Event
-		want    v1alpha1.RolloutPhase
+		// jobs run on the nodes from the start (a workload of no job
+		// of its own: quiet), so that the transcript shows what the
+		// planner makes of them.
+		jobs []sim.HandJob
+		want v1alpha1.RolloutPhase
 	}{
 		{
 			name:    "happy-path",
@@ -160,6 +164,42 @@ func TestGoldenTranscripts(t *testing.T) {
 			},
 			want: v1alpha1.PhaseCompleted,
 		},
+		{
+			// The idle nodes go first, then the one with the least GPU
+			// work in flight: 1 GPU for 10 minutes before 8 for 5 hours.
+			name:    "cheapest-nodes-first",
+			rollout: pt.Rollout("r1").Parallel(1).MaxUnavailable(1).Build(),
+			nodes:   pt.Nodes("gpu", 4),
+			jobs: []sim.HandJob{
+				{Nodes: []string{"gpu-00"}, GPUs: 8, Ran: 5 * time.Hour, Left: 20 * time.Hour, Checkpoint: time.Hour},
+				{Nodes: []string{"gpu-01"}, GPUs: 1, Ran: 10 * time.Minute, Left: 20 * time.Hour},
+			},
+			want: v1alpha1.PhaseCompleted,
+		},
+		{
+			// gpu-00's batch job has 40 minutes left: its drain waits for
+			// it (cordoned, counted against maxUnavailable), then drains;
+			// gpu-01's job of 5 hours outlasts the 1h wait and is evicted.
+			name:    "drain-waits-for-jobs",
+			rollout: pt.Rollout("r1").Parallel(2).MaxUnavailable(2).WaitForJobs("kind", "batch", time.Hour).Build(),
+			nodes:   pt.Nodes("gpu", 2),
+			jobs: []sim.HandJob{
+				{Nodes: []string{"gpu-00"}, GPUs: 4, Ran: 20 * time.Minute, Left: 40 * time.Minute, Labels: map[string]string{"kind": "batch"}},
+				{Nodes: []string{"gpu-01"}, GPUs: 4, Ran: 20 * time.Minute, Left: 5 * time.Hour, Labels: map[string]string{"kind": "batch"}},
+			},
+			want: v1alpha1.PhaseCompleted,
+		},
+		{
+			// Two NVLink domains of four: the canary is the whole first
+			// domain, each domain starts, and returns, as one.
+			name:    "maintenance-domains-move-as-one",
+			rollout: pt.Rollout("r1").Canary(1).Approved().Parallel(4).MaxUnavailable(4).Domains(pt.CliqueLabel, 4).Build(),
+			nodes:   domainNodes(8, 4),
+			jobs: []sim.HandJob{
+				{Nodes: []string{"gpu-00", "gpu-01", "gpu-02", "gpu-03"}, GPUs: 8, Ran: 90 * time.Minute, Left: 20 * time.Hour, Checkpoint: time.Hour, Domain: true},
+			},
+			want: v1alpha1.PhaseCompleted,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,10 +208,18 @@ func TestGoldenTranscripts(t *testing.T) {
 				prof = steady()
 			}
 			check := simcheck.NewChecker()
-			res, err := sim.RunHooked(sim.Hooked{Config: sim.Config{
+			cfg := sim.Config{
 				Rollout: tt.rollout, Nodes: tt.nodes, Start: monday, Profile: prof,
 				Script: tt.script, Record: true,
-			}, Hooks: sim.Hooks{Observe: check.Step}})
+			}
+			if tt.jobs != nil {
+				cfg.Workload = quiet()
+				cfg.Workload.DomainLabel = pt.CliqueLabel
+				for _, hj := range tt.jobs {
+					cfg.Script = append(cfg.Script, sim.Event{At: 0, Do: func(w *sim.World) { sim.StartJob(w, hj) }})
+				}
+			}
+			res, err := sim.RunHooked(sim.Hooked{Config: cfg, Hooks: sim.Hooks{Observe: check.Step}})
 			if err != nil {
 				t.Fatal(err)
 			}
