@@ -106,6 +106,13 @@ type Release struct {
 	// every cluster and the gate, the DriverRollout and the NVIDIADrivers
 	// all name the same thing. See IsDriverBranch.
 	Precompiled bool `toml:"precompiled"`
+	// OFEDDriver is the Network Operator's OFED (DOCA) driver version, e.g.
+	// "25.04-0.6.1.0-2" or "doca3.2.0-25.10-1.2.8.0-2": render writes the
+	// cluster's NicClusterPolicy with it where a pool has ManagedNICs.
+	// Empty: the release leaves the network side as it is (render writes
+	// no NicClusterPolicy). Needs NetworkOperator; its form is the one that
+	// version's admission webhook accepts (see OFEDVersionForm).
+	OFEDDriver string `toml:"ofed-driver"`
 	// ExpectFailure marks a release that is meant to fail (a drill).
 	ExpectFailure bool   `toml:"expect-failure"`
 	Notes         string `toml:"notes"`
@@ -163,6 +170,15 @@ type Pool struct {
 	// MIG is the mig-manager profile (nvidia.com/mig.config), e.g.
 	// all-1g.10gb; empty when the pool does not use MIG.
 	MIG string `toml:"mig"`
+	// ManagedNICs says the pool's nodes have NVIDIA (Mellanox) NICs that
+	// the Network Operator manages: the NicClusterPolicy's OFED driver and
+	// RDMA shared device plugin run on them.
+	ManagedNICs bool `toml:"managed-nics"`
+	// GPUDirectRDMA says GPU workloads on the pool use GPUDirect RDMA: the
+	// GPU driver is built against the Network Operator's OFED driver and
+	// loads nvidia_peermem (the GPU Operator's driver.rdma). It needs
+	// ManagedNICs.
+	GPUDirectRDMA bool `toml:"gpudirect-rdma"`
 }
 
 // Wave is an ordered step of a promotion.

@@ -93,6 +93,7 @@ func (f *Fleet) validateRelease(probs *problemList, r *Release) {
 		probs.add(key+".network-operator", "%q is not a chart version such as v25.4.0", r.NetworkOperator)
 	}
 	checkDriver(probs, key, r)
+	checkOFEDDriver(probs, key, r)
 	if r.Controller != "" && !chartVersion.MatchString(r.Controller) {
 		probs.add(key+".controller", "%q is not a gpufleet-controller version such as v0.9.0 (the image's tag)", r.Controller)
 	}
@@ -204,6 +205,7 @@ func (f *Fleet) validateCluster(probs *problemList, c *Cluster) {
 			probs.add(pkey+".nodes", "nodes must be at least 1, got %d", p.Nodes)
 		}
 		checkMIG(probs, pkey+".mig", p)
+		checkPoolNetwork(probs, pkey, p)
 	}
 }
 

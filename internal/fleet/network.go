@@ -1,0 +1,102 @@
+package fleet
+
+import (
+	"regexp"
+
+	"github.com/Masterminds/semver/v3"
+)
+
+// ofedVersionForms are the OFED driver versions the Network Operator's
+// admission webhook accepts (NicClusterPolicy spec.ofedDriver.version,
+// isValidOFEDVersion in Mellanox/network-operator's
+// api/v1alpha1/validator), from the operator version that introduced each
+// form, oldest first. The webhook is off in a default chart install, but
+// a version it would refuse is one the operator's own tooling never
+// meant: gpufleet refuses it offline, at the release's key.
+var ofedVersionForms = []struct {
+	since   *semver.Version
+	pattern *regexp.Regexp
+	example string
+}{
+	// v24.1.0: "23.10-0.2.2.0".
+	{semver.MustParse("0.0.0"), regexp.MustCompile(`^(\d+\.\d+-\d+(\.\d+)*)$`), "23.10-0.2.2.0"},
+	// v24.1.1 to v25.4.x: a trailing "-N" build, "25.04-0.6.1.0-2".
+	{semver.MustParse("24.1.1"), regexp.MustCompile(`^(\d+\.\d+-\d+(\.\d+)*(-\d+)?)$`), "25.04-0.6.1.0-2"},
+	// v25.7.x: also the DOCA prefix, "doca3.1.0-25.07-0.6.6.0-0".
+	{semver.MustParse("25.7.0"), regexp.MustCompile(`^(doca\d+\.\d+\.\d+-\d+\.\d+-\d+\.\d+\.\d+\.\d+-\d+|\d+\.\d+-\d+(\.\d+)*(-\d+)?)$`), "doca3.1.0-25.07-0.6.6.0-0"},
+	// v25.10.0 on (v26.4.1 too): also a digest, a DOCA minor without
+	// patch, and kernel-specific suffixes.
+	{semver.MustParse("25.10.0"), regexp.MustCompile(`^(sha256:[a-fA-F0-9]{64}|doca\d+\.\d+(\.\d+)?-\d+\.\d+-\d+\.\d+\.\d+\.\d+-\d+(-[\w\.\-]+)*|\d+\.\d+-\d+(\.\d+)*(-\d+)?(-[\w\.\-]+)*)$`), "doca3.2.0-25.10-1.2.8.0-2"},
+}
+
+// OFEDVersionForm returns the pattern the Network Operator at
+// networkOperator (a chart version such as v25.4.0) accepts an OFED driver
+// version in, and an example of it; nil when the version cannot be read.
+func OFEDVersionForm(networkOperator string) (*regexp.Regexp, string) {
+	v, err := semver.NewVersion(networkOperator)
+	if err != nil {
+		return nil, ""
+	}
+	// A pre-release counts as its release: v25.10.0-rc.1 has v25.10.0's
+	// webhook.
+	core, _ := v.SetPrerelease("")
+	var pattern *regexp.Regexp
+	var example string
+	for _, f := range ofedVersionForms {
+		if !core.LessThan(f.since) {
+			pattern, example = f.pattern, f.example
+		}
+	}
+	return pattern, example
+}
+
+// checkOFEDDriver checks a release's OFED driver version: it needs the
+// Network Operator, whose NicClusterPolicy carries it, and the form that
+// operator version's webhook accepts.
+func checkOFEDDriver(probs *problemList, key string, r *Release) {
+	if r.OFEDDriver == "" {
+		return
+	}
+	if r.NetworkOperator == "" {
+		probs.add(key+".ofed-driver", "ofed-driver needs network-operator: the OFED driver is the Network Operator's (its NicClusterPolicy), and the release installs none")
+		return
+	}
+	pattern, example := OFEDVersionForm(r.NetworkOperator)
+	if pattern == nil {
+		return // network-operator is reported as it is
+	}
+	if !pattern.MatchString(r.OFEDDriver) {
+		probs.add(key+".ofed-driver", "%q is not an OFED driver version Network Operator %s accepts (its webhook checks %s), e.g. %q", r.OFEDDriver, r.NetworkOperator, pattern, example)
+	}
+}
+
+// checkPoolNetwork checks a pool's network keys: GPUDirect RDMA needs the
+// Network Operator's OFED driver on the pool's nodes.
+func checkPoolNetwork(probs *problemList, pkey string, p *Pool) {
+	if p.GPUDirectRDMA && !p.ManagedNICs {
+		probs.add(pkey+".gpudirect-rdma", "gpudirect-rdma needs managed-nics = true: GPUDirect RDMA builds the GPU driver against the Network Operator's OFED driver, which runs only on pools whose NICs it manages")
+	}
+}
+
+// ManagesNICs says a pool of the cluster has NICs the Network Operator
+// manages (Pool.ManagedNICs): render writes the cluster a NicClusterPolicy
+// when its release names an OFED driver.
+func (c *Cluster) ManagesNICs() bool {
+	for _, p := range c.Pools {
+		if p.ManagedNICs {
+			return true
+		}
+	}
+	return false
+}
+
+// UsesGPUDirectRDMA says a pool of the cluster uses GPUDirect RDMA
+// (Pool.GPUDirectRDMA): the cluster's GPU Operator runs with driver.rdma.
+func (c *Cluster) UsesGPUDirectRDMA() bool {
+	for _, p := range c.Pools {
+		if p.GPUDirectRDMA {
+			return true
+		}
+	}
+	return false
+}
