@@ -50,13 +50,13 @@ func TestStackPlacementByGPUNeeds(t *testing.T) {
 			name: "product and MIG each exist, never on one pool",
 			from: "[stack.services.tei-rerank.environments.prod]\nmig = \"1g.10gb\"",
 			to:   "[stack.services.tei-rerank.environments.prod]\nmig = \"1g.10gb\"\ngpu-product = \"NVIDIA-H200\"",
-			want: `fleet.toml:233:2: stack.services.tei-rerank.environments.prod: no cluster of environment "prod" can run tei-rerank: it asks for GPU NVIDIA-H200, MIG slice 1g.10gb, on one pool; clusters: prod-a100 (a100-mig: NVIDIA-A100-SXM4-80GB all-1g.10gb, a100: NVIDIA-A100-SXM4-80GB); prod-h100-a (h100: NVIDIA-H100-80GB-HBM3); prod-h100-b (h100: NVIDIA-H100-80GB-HBM3, h200: NVIDIA-H200)`,
+			want: `fleet.toml:247:2: stack.services.tei-rerank.environments.prod: no cluster of environment "prod" can run tei-rerank: it asks for GPU NVIDIA-H200, MIG slice 1g.10gb, on one pool; clusters: prod-a100 (a100-mig: NVIDIA-A100-SXM4-80GB all-1g.10gb, a100: NVIDIA-A100-SXM4-80GB); prod-h100-a (h100: NVIDIA-H100-80GB-HBM3); prod-h100-b (h100: NVIDIA-H100-80GB-HBM3, h200: NVIDIA-H200)`,
 		},
 		{
 			name: "a listed cluster that cannot run it",
 			from: "[stack.services.tei-rerank.environments.prod]\n",
 			to:   "[stack.services.tei-rerank.environments.prod]\nclusters = [\"prod-h100-a\"]\n",
-			want: `fleet.toml:234:13: stack.services.tei-rerank.environments.prod.clusters[0]: cluster prod-h100-a cannot run tei-rerank: it asks for MIG slice 1g.10gb, and the cluster's pools are h100: NVIDIA-H100-80GB-HBM3`,
+			want: `fleet.toml:248:13: stack.services.tei-rerank.environments.prod.clusters[0]: cluster prod-h100-a cannot run tei-rerank: it asks for MIG slice 1g.10gb, and the cluster's pools are h100: NVIDIA-H100-80GB-HBM3`,
 		},
 	}
 	for _, tt := range tests {

@@ -121,7 +121,7 @@ func GPUOperatorValuesFor(f *fleet.Fleet, cluster string, rel *fleet.Release) ma
 // clusterGPUValues is what the GPU Operator values of p's cluster depend on
 // besides the release, with the driver moving or not.
 func clusterGPUValues(p clusterPlan, moving bool) gpuValues {
-	return gpuValues{mig: usesMIG(p.cluster), policy: &p.policy, clusterPolicy: clusterPolicyManaged(p.cluster), moving: moving}
+	return gpuValues{mig: usesMIG(p.cluster), policy: &p.policy, clusterPolicy: clusterPolicyManaged(p.cluster), moving: moving, rdma: p.cluster.UsesGPUDirectRDMA()}
 }
 
 // GPUOperatorValueSets are the distinct GPU Operator chart values the

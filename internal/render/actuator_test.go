@@ -59,7 +59,9 @@ func TestOperatorActuatorRender(t *testing.T) {
 			}
 			var cfg []string
 			for _, p := range configFiles(out, "stg-h100") {
-				if !strings.HasSuffix(p, "/kustomization.yaml") {
+				// The NicClusterPolicy (stg-h100's pool has managed NICs)
+				// is the same on either actuator.
+				if !strings.HasSuffix(p, "/kustomization.yaml") && !strings.HasSuffix(p, "/nicclusterpolicy.yaml") {
 					cfg = append(cfg, p)
 				}
 			}
@@ -126,10 +128,12 @@ func TestGPUFleetActuatorValuesUnchanged(t *testing.T) {
 	if up := v["driver"].(map[string]any)["upgradePolicy"].(map[string]any); len(up) != 1 || up["autoUpgrade"] != false {
 		t.Errorf("upgradePolicy %v, want autoUpgrade false alone", up)
 	}
-	// The sets differ by MIG strategy only (prod-a100 has MIG pools).
+	// The sets differ by MIG strategy (prod-a100 has MIG pools) and
+	// driver.rdma (the H100 clusters' pools use GPUDirect RDMA) only:
+	// gpufleet's values alone, with RDMA, with MIG.
 	sets := GPUOperatorValueSets(f, f.Releases["r2026-06"])
-	if len(sets) != 2 {
-		t.Errorf("%d value sets, want 2 (with and without MIG)", len(sets))
+	if len(sets) != 3 {
+		t.Errorf("%d value sets, want 3 (neither, RDMA, MIG)", len(sets))
 	}
 	for _, set := range sets {
 		if up := set.Values["driver"].(map[string]any)["upgradePolicy"].(map[string]any); len(up) != 1 || up["autoUpgrade"] != false {

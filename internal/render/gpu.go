@@ -40,6 +40,8 @@ type gpuValues struct {
 	// moving: the cluster's DriverRollout moves the driver (see
 	// clusterPlan.movesDriver).
 	moving bool
+	// rdma: a pool uses GPUDirect RDMA (fleet.Pool.GPUDirectRDMA).
+	rdma bool
 }
 
 // gpuOperatorValues are the GPU Operator chart values of a cluster running
@@ -68,6 +70,12 @@ func gpuOperatorValues(rel *fleet.Release, in gpuValues) map[string]any {
 			driver["usePrecompiled"] = true
 		}
 	}
+	if in.rdma {
+		// The ClusterPolicy's driver (ClusterPolicy mode) and the chart's
+		// idea of the cluster; each NVIDIADriver of a pool with GPUDirect
+		// RDMA says it too (nvidiaDriver).
+		driver["rdma"] = gpuDirectRDMA()
+	}
 	v := map[string]any{"driver": driver}
 	if in.mig {
 		// Pools with and without MIG in one cluster need the mixed strategy,
@@ -94,7 +102,8 @@ func usesMIG(c *fleet.Cluster) bool {
 }
 
 // configObjects is the config step: one NVIDIADriver per pool and driver
-// version. While a rollout is under way on the cluster both the previous
+// version, and the cluster's NicClusterPolicy where it has one
+// (writesNicClusterPolicy). While a rollout is under way on the cluster both the previous
 // and the new driver are declared, and the controller moves nodes between
 // them by their gpufleet.io/driver label.
 //
@@ -109,6 +118,22 @@ func usesMIG(c *fleet.Cluster) bool {
 // same for every cluster (Flux prunes the NVIDIADrivers an earlier render
 // wrote there): kustomize refuses a kustomization.yaml with no resources.
 func configObjects(p clusterPlan) ([]object, error) {
+	objs, err := driverObjects(p)
+	if err != nil {
+		return nil, err
+	}
+	// The NicClusterPolicy sits beside the drivers: the GPU driver of a
+	// pool with GPUDirect RDMA waits for its OFED driver.
+	network, err := networkObjects(p)
+	if err != nil {
+		return nil, err
+	}
+	return append(objs, network...), nil
+}
+
+// driverObjects are the config step's GPU driver objects (see
+// configObjects).
+func driverObjects(p clusterPlan) ([]object, error) {
 	if clusterPolicyManaged(p.cluster) {
 		return []object{{file: "configmap-" + driverManagementConfigMap + ".yaml", obj: driverManagementRecord(p)}}, nil
 	}
@@ -238,6 +263,11 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[stri
 	if tolerations != nil {
 		// Every NVIDIADriver CRD version (v24.6 on) has it too.
 		spec["tolerations"] = tolerations
+	}
+	if pool.GPUDirectRDMA {
+		// And rdma (enabled, useHostMofed): an NVIDIADriver's driver pods
+		// take it from here, not from the chart's driver.rdma.
+		spec["rdma"] = gpuDirectRDMA()
 	}
 	for _, v := range nvidiaDriverFields {
 		if opVersion.GE(v.since) {

@@ -67,7 +67,7 @@ func TestReleaseFollowsPromotion(t *testing.T) {
 
 func TestNVIDIADriverFieldsFollowOperatorVersion(t *testing.T) {
 	src := strings.Replace(string(mustReadFile(t, exampleFleet)), `gpu-operator = "v25.3.4"`, `gpu-operator = "v24.9.2"`, 1)
-	src = strings.Replace(src, `gpu-operator = "v25.10.1"`+"\nnetwork-operator = \"v25.10.0\"\ndriver = \"580.95.05\"", `gpu-operator = "v26.7.0"`+"\nnetwork-operator = \"v26.4.1\"\ndriver = \"580.95.05\"", 1)
+	src = strings.Replace(src, `gpu-operator = "v25.10.1"`+"\nnetwork-operator = \"v25.10.0\"\nofed-driver = \"doca3.2.0-25.10-1.2.8.0-2\"\ndriver = \"580.95.05\"", `gpu-operator = "v26.7.0"`+"\nnetwork-operator = \"v26.4.1\"\nofed-driver = \"doca3.4.1-26.04-1.1.0.0-1\"\ndriver = \"580.95.05\"", 1)
 	src = strings.Replace(src, `stable = "r2026-06"`, "stable = \"r2026-06\"\nrollout = { release = \"r2026-10\", wave = \"staging\" }", 1)
 	f, err := fleet.Parse("fleet.toml", []byte(src))
 	if err != nil {

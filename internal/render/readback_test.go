@@ -71,7 +71,7 @@ func TestReadBackIntoTypes(t *testing.T) {
 			into = &notifv1beta3.Alert{}
 		case v1alpha1.GroupVersion.String() + "/DriverRollout":
 			into = &v1alpha1.DriverRollout{}
-		case "nvidia.com/v1alpha1/NVIDIADriver":
+		case "nvidia.com/v1alpha1/NVIDIADriver", "mellanox.com/v1alpha1/NicClusterPolicy":
 			// No Go type: `gpufleet validate` checks these against the
 			// CRD schema of each operator version.
 			kinds[tm.Kind]++
@@ -100,6 +100,7 @@ func TestReadBackIntoTypes(t *testing.T) {
 		"Namespace":             clusters*2 + 5,
 		"DriverRollout":         clusters,
 		"NVIDIADriver":          6,
+		"NicClusterPolicy":      3, // the clusters with InfiniBand pools
 		"Deployment":            images,
 		"Service":               images,
 		"ImageRepository":       images * envs,

@@ -1,0 +1,193 @@
+package render
+
+import (
+	"fmt"
+
+	"github.com/blang/semver/v4"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/fleet"
+)
+
+// NicClusterPolicyName is the name of the one NicClusterPolicy a cluster
+// has: the Network Operator reconciles only the object of that name (its
+// chart stopped creating one in v24.10.0).
+const NicClusterPolicyName = "nic-cluster-policy"
+
+// NicClusterPolicy's API.
+const (
+	nicClusterPolicyAPIVersion = "mellanox.com/v1alpha1"
+	kindNicClusterPolicy       = "NicClusterPolicy"
+)
+
+// ofedImage is the Network Operator's OFED (DOCA) driver image: the
+// release's ofed-driver is its version (tag prefix; the operator adds the
+// OS and kernel).
+const (
+	ofedRepository = "nvcr.io/nvidia/mellanox"
+	ofedImage      = "doca-driver"
+)
+
+// labelMellanoxNIC is Node Feature Discovery's label for a node with a
+// Mellanox (NVIDIA networking, PCI vendor 15b3) device: the OFED DaemonSet
+// needs it, so the NicClusterPolicy asks for it too.
+const labelMellanoxNIC = "feature.node.kubernetes.io/pci-15b3.present"
+
+// rdmaSharedDevicePlugins are the RDMA shared device plugin images each
+// Network Operator version ships (hack/release.yaml at its tag), newest
+// last: v25.4.0 names ghcr.io/mellanox's v1.5.3, v25.10.0 on an image of
+// its own version on NGC.
+var rdmaSharedDevicePlugins = []struct {
+	since      semver.Version
+	repository string
+	version    func(networkOperator string) string
+}{
+	{semver.MustParse("0.0.0"), "ghcr.io/mellanox", func(string) string { return "v1.5.3" }},
+	{semver.MustParse("25.10.0"), "nvcr.io/nvidia/mellanox", func(v string) string { return "network-operator-" + v }},
+}
+
+// rdmaSharedDeviceConfig is the RDMA shared device plugin's configuration:
+// one resource, rdma/rdma_shared_device_a, shared by up to 63 pods per
+// node, over every Mellanox device (the operator's own sample).
+const rdmaSharedDeviceConfig = `{
+  "configList": [
+    {
+      "resourceName": "rdma_shared_device_a",
+      "rdmaHcaMax": 63,
+      "selectors": {
+        "vendors": ["15b3"]
+      }
+    }
+  ]
+}
+`
+
+// writesNicClusterPolicy says p's config step holds a NicClusterPolicy:
+// its release runs the Network Operator and names an OFED driver, and a
+// pool of the cluster has NICs that operator manages. A release without
+// an OFED driver leaves the network side as it is: no NicClusterPolicy is
+// written, and one written before is kept (see nicClusterPolicy).
+func writesNicClusterPolicy(p clusterPlan) bool {
+	return p.release.NetworkOperator != "" && p.release.OFEDDriver != "" && p.cluster.ManagesNICs()
+}
+
+// networkObjects are the NicClusterPolicy of p's cluster, when it has one
+// (writesNicClusterPolicy), for the config step.
+func networkObjects(p clusterPlan) ([]object, error) {
+	if !writesNicClusterPolicy(p) {
+		return nil, nil
+	}
+	ncp, err := nicClusterPolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	return []object{{file: "nicclusterpolicy.yaml", obj: ncp}}, nil
+}
+
+// nicClusterPolicy is the cluster's NicClusterPolicy (mellanox.com/v1alpha1,
+// cluster-scoped): the release's OFED driver and the RDMA shared device
+// plugin on the nodes of the pools with managed NICs.
+//
+// The OFED driver's upgrade policy leaves every node's OFED pod where it
+// is until gpufleet replaces it. The OFED DaemonSet is named by OS and
+// kernel, not by driver version, and updates OnDelete: a new ofed-driver
+// changes its template in place and no pod moves. With autoUpgrade off
+// nothing restarts (the operator ignores every other upgrade option); with
+// it on, k8s-operator-libs' state machine would cordon, drain and reload
+// every node by itself, skipping only those labelled
+// nvidia.com/ofed-driver-upgrade.skip=true at upgrade-required, and with no
+// maxUnavailable at all. So autoUpgrade is off, as the GPU Operator's own
+// upgrade is off at rest. maxParallelUpgrades is written as 1 (the
+// default) for whoever turns autoUpgrade on by hand: 0 would mean no limit.
+// safeLoad is not set: the webhook refuses it without autoUpgrade.
+//
+// Every field the v25.x CRDs require (image, repository, version) is
+// written; v26.4.1 requires only image, the rest may come from
+// spec.global, which v25.x does not have. So one object fits every
+// version.
+//
+// Flux and Argo CD keep the object when a later render stops writing it
+// (keepOnPrune): a release without ofed-driver leaves the network side as
+// it is, and pruning the policy would unload OFED from every node at once.
+func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
+	opVersion, err := semver.ParseTolerant(p.release.NetworkOperator)
+	if err != nil {
+		return nil, fmt.Errorf("network-operator version %q: %w", p.release.NetworkOperator, err)
+	}
+	plugin := rdmaSharedDevicePlugins[0]
+	for _, d := range rdmaSharedDevicePlugins {
+		if opVersion.GE(d.since) {
+			plugin = d
+		}
+	}
+	affinity := map[string]any{
+		"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": nicPoolTerms(p.cluster),
+		},
+	}
+	spec := map[string]any{
+		"nodeAffinity": affinity,
+		"ofedDriver": map[string]any{
+			"image":      ofedImage,
+			"repository": ofedRepository,
+			"version":    p.release.OFEDDriver,
+			"upgradePolicy": map[string]any{
+				"autoUpgrade":         false,
+				"maxParallelUpgrades": 1,
+			},
+		},
+		"rdmaSharedDevicePlugin": map[string]any{
+			"image":      "k8s-rdma-shared-dev-plugin",
+			"repository": plugin.repository,
+			"version":    plugin.version(p.release.NetworkOperator),
+			"config":     rdmaSharedDeviceConfig,
+		},
+	}
+	annotations := map[string]any{}
+	for k, v := range keepOnPrune(p) {
+		annotations[k] = v
+	}
+	return map[string]any{
+		"apiVersion": nicClusterPolicyAPIVersion,
+		"kind":       kindNicClusterPolicy,
+		"metadata": map[string]any{
+			"name":        NicClusterPolicyName,
+			"labels":      anyMap(baseLabels(p)),
+			"annotations": annotations,
+		},
+		"spec": spec,
+	}, nil
+}
+
+// nicPoolTerms select the nodes of the cluster's pools with managed NICs,
+// one term per pool (any term matches), the way their NVIDIADrivers select
+// them (the product, and the pool where two pools share it), so the OFED
+// driver is on every such node whose GPU driver may wait for it, and only
+// where Node Feature Discovery found a Mellanox device (which the OFED
+// DaemonSet needs anyway).
+func nicPoolTerms(c *fleet.Cluster) []any {
+	var terms []any
+	for _, pool := range c.Pools {
+		if !pool.ManagedNICs {
+			continue
+		}
+		exprs := []any{
+			map[string]any{"key": v1alpha1.LabelGFDProduct, "operator": "In", "values": []any{pool.Product}},
+		}
+		if sharesProduct(c, pool) {
+			exprs = append(exprs, map[string]any{"key": v1alpha1.LabelPool, "operator": "In", "values": []any{pool.Name}})
+		}
+		exprs = append(exprs, map[string]any{"key": labelMellanoxNIC, "operator": "In", "values": []any{"true"}})
+		terms = append(terms, map[string]any{"matchExpressions": exprs})
+	}
+	return terms
+}
+
+// gpuDirectRDMA is the GPU driver's RDMA setting for a pool whose workloads
+// use GPUDirect RDMA (an NVIDIADriver's spec.rdma, the chart's
+// driver.rdma): the driver is built against the Network Operator's OFED
+// driver in its container (useHostMofed false), waits for it, and loads
+// nvidia_peermem.
+func gpuDirectRDMA() map[string]any {
+	return map[string]any{"enabled": true, "useHostMofed": false}
+}
