@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
@@ -162,4 +164,138 @@ stable = "r24-6-2"
 		}
 	}
 	t.Logf("%d custom resources checked in %d releases", rep.Objects, len(specs))
+}
+
+// networkFleet is a fleet with one release per GPU Operator version of
+// ../shared/operators, each paired with a Network Operator version (every
+// one of those too) and the OFED driver that version ships, on a cluster
+// whose pool has managed NICs and GPUDirect RDMA.
+func networkFleet(t *testing.T) *fleet.Fleet {
+	t.Helper()
+	ofed := map[string]string{"v25.4.0": "25.04-0.6.1.0-2", "v25.10.0": "doca3.2.0-25.10-1.2.8.0-2", "v26.4.1": "doca3.4.1-26.04-1.1.0.0-1"}
+	var releases strings.Builder
+	for i, g := range gpuOperatorVersions {
+		n := networkOperatorVersions[i%len(networkOperatorVersions)]
+		name := strings.ReplaceAll(strings.TrimPrefix(g, "v"), ".", "-")
+		fmt.Fprintf(&releases, "[releases.r%s]\ngpu-operator = %q\nnetwork-operator = %q\nofed-driver = %q\ndriver = \"580.95.05\"\n\n", name, g, n, ofed[n])
+	}
+	f, err := fleet.Parse("fleet.toml", []byte(releases.String()+`
+[clusters.ib]
+environment = "staging"
+
+[[clusters.ib.pools]]
+name = "h100"
+product = "NVIDIA-H100-80GB-HBM3"
+nodes = 4
+managed-nics = true
+gpudirect-rdma = true
+
+[[waves]]
+name = "staging"
+clusters = ["ib"]
+
+[promotion]
+stable = "r24-6-2"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFleetCheckNicClusterPolicy: `gpufleet validate` checks the
+// NicClusterPolicy render writes against the CRD of each release's Network
+// Operator version (v25.4.0, v25.10.0, v26.4.1), and the GPU Operator chart
+// with driver.rdma at every GPU Operator version: nothing to report.
+func TestFleetCheckNicClusterPolicy(t *testing.T) {
+	ops := operatorsDir(t)
+	f := networkFleet(t)
+	files, err := render.EveryRelease(f, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := ReleaseSpecs(f, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, s := range specs {
+		n := 0
+		for _, o := range s.Objects {
+			if o.Object.GetKind() == "NicClusterPolicy" {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no NicClusterPolicy among the objects validate checks", s.Name)
+		}
+		seen[f.Releases[s.Name].NetworkOperator] = true
+		for _, c := range s.Charts {
+			if c.Name != "gpu-operator" || c.Clusters == nil {
+				continue
+			}
+			if rdma := c.Values["driver"].(map[string]any)["rdma"]; rdma == nil {
+				t.Errorf("%s: GPU Operator values for %v without driver.rdma", s.Name, c.Clusters)
+			}
+		}
+	}
+	for _, n := range networkOperatorVersions {
+		if !seen[n] {
+			t.Errorf("no release on Network Operator %s", n)
+		}
+	}
+	rep, err := FleetCheck{Fleet: f, Source: &FolderSource{Dir: ops}, KubeVersion: DefaultKubeVersion}.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range rep.Findings {
+		t.Errorf("%s %s %s %s: %s (%s)", fd.Release, fd.Chart, fd.Version, fd.Object(), fd.Message(), fd.Origin)
+	}
+	for _, fl := range rep.Failures {
+		t.Errorf("could not check %s %s %s: %s", fl.Release, fl.Chart, fl.Version, fl.Error)
+	}
+}
+
+// TestFleetCheckMisspeltNicClusterPolicyField: a misspelt field of the
+// NicClusterPolicy is an unknown field, reported against the Network
+// Operator version whose CRD refused it; at v25.x the field it stands
+// for, which those CRDs require, is missing too.
+func TestFleetCheckMisspeltNicClusterPolicyField(t *testing.T) {
+	ops := operatorsDir(t)
+	f := networkFleet(t)
+	files, err := render.EveryRelease(f, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rf := range files {
+		if strings.HasSuffix(rf.Path, "/nicclusterpolicy.yaml") {
+			files[i].Data = []byte(strings.Replace(string(rf.Data), "    version: ", "    verison: ", 1))
+		}
+	}
+	specs, err := ReleaseSpecs(f, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := (&Checker{Source: &FolderSource{Dir: ops}, KubeVersion: DefaultKubeVersion}).Check(t.Context(), specs)
+	var got []string
+	for _, fd := range rep.Findings {
+		got = append(got, fd.Release+" "+fd.Chart+" "+fd.Version+" "+fd.Object()+": "+fd.Message())
+	}
+	for _, fl := range rep.Failures {
+		t.Errorf("could not check %s %s %s: %s", fl.Release, fl.Chart, fl.Version, fl.Error)
+	}
+	want := []string{}
+	for i, g := range gpuOperatorVersions {
+		n := networkOperatorVersions[i%len(networkOperatorVersions)]
+		name := "r" + strings.ReplaceAll(strings.TrimPrefix(g, "v"), ".", "-")
+		if n != "v26.4.1" {
+			want = append(want, name+" network-operator "+n+" NicClusterPolicy/nic-cluster-policy: spec.ofedDriver.version: Required value")
+		}
+		want = append(want, name+" network-operator "+n+" NicClusterPolicy/nic-cluster-policy: spec.ofedDriver.verison: unknown field")
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
 }
