@@ -90,11 +90,11 @@ func TestReadmeParseErrors(t *testing.T) {
 	path := filepath.Join(dir, "examples", "fleet.toml")
 	src, _ := os.ReadFile(path)
 	lines := strings.Split(string(src), "\n")
-	if lines[45] != "" || lines[98] != `canary = "prod-h100-a"` {
-		t.Fatalf("the example fleet moved: line 46 %q, line 99 %q; update the README's example", lines[45], lines[98])
+	if lines[53] != "" || lines[112] != `canary = "prod-h100-a"` {
+		t.Fatalf("the example fleet moved: line 54 %q, line 113 %q; update the README's example", lines[53], lines[112])
 	}
-	lines[45] = `nodeSelecter = "pool=h100"`
-	lines[98] = `canary = "prod-h100-c"`
+	lines[53] = `nodeSelecter = "pool=h100"`
+	lines[112] = `canary = "prod-h100-c"`
 	if err := os.WriteFile(filepath.Join(dir, "fleet.toml"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestRenderBadFleetFile(t *testing.T) {
 	}
 	for _, want := range []string{
 		"2 problem(s) in the fleet file",
-		"fleet.toml:46:1: clusters.stg-h100.pools[0].nodeSelecter: unknown key",
+		"fleet.toml:52:1: clusters.stg-h100.pools[0].nodeSelecter: unknown key",
 		`waves[1].canary: canary "prod-h100-c" is not one of the wave's clusters`,
 	} {
 		if !strings.Contains(errOut, want) {
