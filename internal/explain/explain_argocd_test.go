@@ -123,7 +123,14 @@ func TestExplainWithRealArgoCD(t *testing.T) {
 	}
 
 	t.Run("a sync failed because of an invalid object", func(t *testing.T) {
+		// The root Application syncs the folder that holds it too: wait
+		// for that sync to end as well, or a loaded machine sees it still
+		// running beside the broken child.
 		a := until(t, first, func(l *explain.Link) bool { return l.Step == explain.StepSync && l.State == explain.BrokenState })
+		for deadline := time.Now().Add(time.Minute); a.Chain[0].State != explain.OK && time.Now().Before(deadline); {
+			time.Sleep(500 * time.Millisecond)
+			a = until(t, first, func(l *explain.Link) bool { return l.Step == explain.StepSync && l.State == explain.BrokenState })
+		}
 		if !strings.Contains(a.At.Message, "NVIDIADriver/h100-580-95-05") || !strings.Contains(a.At.Message, "driverType") {
 			t.Errorf("message %q: want the NVIDIADriver and the API server's word on driverType", a.At.Message)
 		}

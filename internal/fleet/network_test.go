@@ -1,12 +1,8 @@
 package fleet
 
 import (
-	"errors"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestNetworkKeys covers the network side of the fleet file: a release's
@@ -101,25 +97,7 @@ func TestNetworkKeys(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("f.toml", []byte(tt.edit(base)))
-			var probs Problems
-			if !errors.As(err, &probs) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			var got []string
-			for _, p := range probs {
-				got = append(got, p.String())
-			}
-			if os.Getenv("DUMP") != "" {
-				for _, g := range got {
-					t.Logf("%q", g)
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantProblems(t, tt.edit(base), tt.want) })
 	}
 }
 

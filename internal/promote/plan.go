@@ -135,6 +135,10 @@ type objectView struct {
 				} `json:"containers"`
 			} `json:"spec"`
 		} `json:"template"`
+		// OFEDDriver is a NicClusterPolicy's OFED (DOCA) driver.
+		OFEDDriver *struct {
+			Version string `json:"version"`
+		} `json:"ofedDriver"`
 		TargetVersion   string `json:"targetVersion"`
 		PreviousVersion string `json:"previousVersion"`
 		Approval        string `json:"approval"`
@@ -164,6 +168,9 @@ func describe(old, new []byte) string {
 	}
 	if oi, ni := images(o), images(n); oi != ni {
 		what = append(what, "image "+oi+" → "+ni)
+	}
+	if o.Spec.OFEDDriver != nil && n.Spec.OFEDDriver != nil && o.Spec.OFEDDriver.Version != n.Spec.OFEDDriver.Version {
+		what = append(what, "OFED driver "+o.Spec.OFEDDriver.Version+" → "+n.Spec.OFEDDriver.Version)
 	}
 	if o.Spec.TargetVersion != n.Spec.TargetVersion {
 		what = append(what, "driver "+o.Spec.TargetVersion+" → "+n.Spec.TargetVersion)

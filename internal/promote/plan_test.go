@@ -23,6 +23,7 @@ func TestMakePlan(t *testing.T) {
 	// Only the objects whose content changes: the rest of the cluster, and
 	// every other cluster, stay byte for byte the same.
 	want := map[string][]string{"stg-h100": {
+		"~ NicClusterPolicy nic-cluster-policy: OFED driver 25.04-0.6.1.0-2 → doca3.2.0-25.10-1.2.8.0-2",
 		"+ NVIDIADriver h100-580-95-05",
 		"~ DriverRollout r2026-10: name r2026-06 → r2026-10, driver 570.172.08 → 580.95.05",
 		"~ HelmRelease gpu-operator: v25.3.4 → v25.10.1",

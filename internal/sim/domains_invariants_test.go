@@ -14,7 +14,6 @@ import (
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
 	"github.com/gpufleet/gpufleet/internal/sim"
-	"github.com/gpufleet/gpufleet/internal/sim/simcheck"
 )
 
 // withDomains groups the nodes of a random configuration into maintenance
@@ -47,27 +46,6 @@ func withDomains(cfg sim.Hooked, seed uint64) sim.Hooked {
 	}
 	cfg.Rollout = ro
 	return cfg
-}
-
-// mustHoldInvariants runs cfg, the random configuration of seed, under the
-// checker (and observe), and fails the test at the first invariant broken
-// or when the run does not converge.
-func mustHoldInvariants(t *testing.T, seed uint64, cfg sim.Hooked, observe ...func(sim.Step)) *sim.Result {
-	t.Helper()
-	check := simcheck.NewChecker()
-	cfg.Observe = tee(append([]func(sim.Step){check.Step}, observe...)...)
-	res, err := sim.RunHooked(cfg)
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	if res.HitHorizon {
-		t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
-	}
-	finalAll(check, res)
-	if v := check.Violations(); len(v) > 0 {
-		t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
-	}
-	return res
 }
 
 // domainCoverage counts what the domain runs reached.

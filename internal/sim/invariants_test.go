@@ -156,6 +156,27 @@ func runChecked(t *testing.T, cfg sim.Hooked) []string {
 	return check.Violations()
 }
 
+// mustHoldInvariants runs cfg, the random configuration of seed, under the
+// checker (and observe), and fails the test at the first invariant broken
+// or when the run does not converge.
+func mustHoldInvariants(t *testing.T, seed uint64, cfg sim.Hooked, observe ...func(sim.Step)) *sim.Result {
+	t.Helper()
+	check := simcheck.NewChecker()
+	cfg.Observe = tee(append([]func(sim.Step){check.Step}, observe...)...)
+	res, err := sim.RunHooked(cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if res.HitHorizon {
+		t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
+	}
+	finalAll(check, res)
+	if v := check.Violations(); len(v) > 0 {
+		t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
+	}
+	return res
+}
+
 func TestInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	phases := map[v1alpha1.RolloutPhase]int{}
@@ -164,25 +185,13 @@ func TestInvariantsRandomized(t *testing.T) {
 	racing, rivals := 0, 0
 	for seed := range uint64(n) {
 		cfg := randomConfig(seed)
-		check := simcheck.NewChecker()
-		cfg.Observe = tee(check.Step, cov.observe, joins.observe)
 		if cfg.Racing {
 			racing++
 		}
 		if len(cfg.Script) > 0 {
 			rivals++
 		}
-		res, err := sim.RunHooked(cfg)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		if res.HitHorizon {
-			t.Fatalf("seed %d: did not converge within the horizon (phase %s)", seed, res.Phase)
-		}
-		finalAll(check, res)
-		if v := check.Violations(); len(v) > 0 {
-			t.Fatalf("seed %d: %d invariant violations, first: %s", seed, len(v), v[0])
-		}
+		res := mustHoldInvariants(t, seed, cfg, cov.observe, joins.observe)
 		phases[res.Phase]++
 	}
 	// The random configurations must reach every way a rollout ends, and
