@@ -27,14 +27,7 @@ func exampleFleet(t *testing.T) *fleet.Fleet {
 // the release's driver, named by the file they are written to.
 func TestReleaseSpecs(t *testing.T) {
 	f := exampleFleet(t)
-	files, err := render.EveryRelease(f, render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := ReleaseSpecs(f, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	specs := releaseSpecs(t, f)
 	var names []string
 	for _, s := range specs {
 		names = append(names, s.Name)
@@ -134,14 +127,7 @@ stable = "r24-6-2"
 	}
 	// The ClusterPolicy-mode values are among those validate rendered, at
 	// rest and moving, for every release.
-	files, err := render.EveryRelease(f, render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := ReleaseSpecs(f, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	specs := releaseSpecs(t, f)
 	for _, s := range specs {
 		rel := f.Releases[s.Name]
 		autoUpgrade := map[any]bool{}
@@ -210,14 +196,7 @@ stable = "r24-6-2"
 func TestFleetCheckNicClusterPolicy(t *testing.T) {
 	ops := operatorsDir(t)
 	f := networkFleet(t)
-	files, err := render.EveryRelease(f, render.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := ReleaseSpecs(f, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	specs := releaseSpecs(t, f)
 	seen := map[string]bool{}
 	for _, s := range specs {
 		n := 0
@@ -298,4 +277,19 @@ func TestFleetCheckMisspeltNicClusterPolicyField(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
+}
+
+// releaseSpecs are the release specs of f's rendered files, as validate
+// reads them.
+func releaseSpecs(t *testing.T, f *fleet.Fleet) []ReleaseSpec {
+	t.Helper()
+	files, err := render.EveryRelease(f, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := ReleaseSpecs(f, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs
 }

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,29 +249,6 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantProblems(t, tt.edit(base), tt.want) })
-	}
-}
-
-// wantProblems parses src as f.toml and wants exactly the problems want,
-// each as Problem.String says it (DUMP=1 logs what it got, to write them).
-func wantProblems(t *testing.T, src string, want []string) {
-	t.Helper()
-	_, err := Parse("f.toml", []byte(src))
-	var probs Problems
-	if !errors.As(err, &probs) {
-		t.Fatalf("want Problems, got %v", err)
-	}
-	var got []string
-	for _, p := range probs {
-		got = append(got, p.String())
-	}
-	if os.Getenv("DUMP") != "" {
-		for _, g := range got {
-			t.Logf("%q", g)
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,11 +1,8 @@
 package fleet
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestPrecompiledDriver covers how a release asks for the GPU Operator's
@@ -55,18 +52,7 @@ func TestPrecompiledDriver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("f.toml", []byte(strings.Replace(base, r2, tt.edit, 1)))
-			var probs Problems
-			if !errors.As(err, &probs) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			var got []string
-			for _, p := range probs {
-				got = append(got, p.String())
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
+			wantProblems(t, strings.Replace(base, r2, tt.edit, 1), tt.want)
 		})
 	}
 }

@@ -10,6 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// wantProblems parses src as f.toml and wants exactly the problems want,
+// each as Problem.String says it.
+func wantProblems(t *testing.T, src string, want []string) {
+	t.Helper()
+	if diff := cmp.Diff(want, problemStrings(t, src)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
 // problemStrings parses src and returns its problems as strings; it fails
 // the test when src parses.
 func problemStrings(t *testing.T, src string) []string {

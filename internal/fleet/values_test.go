@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -190,18 +189,7 @@ func TestOperatorValuesProblems(t *testing.T) {
 			if src == base {
 				t.Fatal("the edit changed nothing")
 			}
-			_, err := Parse("f.toml", []byte(src))
-			var probs Problems
-			if !errors.As(err, &probs) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			var got []string
-			for _, p := range probs {
-				got = append(got, p.String())
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
+			wantProblems(t, src, tt.want)
 		})
 	}
 }

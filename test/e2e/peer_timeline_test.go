@@ -14,8 +14,8 @@ import (
 
 // peerTimeline records, as the bench's node informer sees them, the
 // changes that say where a rollout's time goes: the operator's upgrade
-// state, gpufleet's skip label (a hold or a release) and rollout phase,
-// and the cordon. It answers the question issue 31 asks of the gated
+// state, gpufleet's skip label (a hold or a release) and rollout phase.
+// It answers the question issue 31 asks of the gated
 // path: which of its steps the operator alone does not take, and what
 // each costs (breakdown).
 type peerTimeline struct {
@@ -35,7 +35,6 @@ const (
 	markState = "state" // the operator's upgrade state
 	markSkip  = "skip"  // gpufleet's hold: "true", or "" once released
 	markPhase = "phase" // gpufleet's rollout phase
-	markCord  = "cordon"
 )
 
 // observe records what changed from old to nd.
@@ -50,9 +49,6 @@ func (tl *peerTimeline) observe(old, nd *corev1.Node) {
 		if a, b := old.Labels[key], nd.Labels[key]; a != b {
 			tl.marks = append(tl.marks, nodeMark{at: now, node: nd.Name, what: what, value: b})
 		}
-	}
-	if old.Spec.Unschedulable != nd.Spec.Unschedulable {
-		tl.marks = append(tl.marks, nodeMark{at: now, node: nd.Name, what: markCord, value: fmt.Sprint(nd.Spec.Unschedulable)})
 	}
 }
 
@@ -129,7 +125,7 @@ func (tl *peerTimeline) breakdown(t0, end time.Time, way string) string {
 		first                 time.Time
 		maintArea, soakArea   float64
 		last                  = t0
-		released, picked      = map[string]time.Time{}, map[string]time.Time{}
+		released              = map[string]time.Time{}
 		started, upgraded     = map[string]time.Time{}, map[string]time.Time{}
 		pickups, durations    []time.Duration
 		detections, refills   []time.Duration
@@ -187,7 +183,6 @@ func (tl *peerTimeline) breakdown(t0, end time.Time, way string) string {
 			if s, ok := started[m.node]; ok && way == "gpufleet" {
 				durations = append(durations, m.at.Sub(s))
 			}
-			picked[m.node] = m.at
 		case m.what == markPhase && m.value == string(v1alpha1.NodeDone) && before == string(v1alpha1.NodeSoaking):
 			if way == "gated" {
 				freed = append(freed, m.at)
