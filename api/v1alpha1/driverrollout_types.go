@@ -47,6 +47,7 @@ type DriverRolloutList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenanceDomain) || self.maintenanceDomain.maxNodes <= (has(self.parallelNodes) ? self.parallelNodes : 1)",message="maintenanceDomain.maxNodes exceeds parallelNodes: a domain is started as one unit, every node of it in flight at once"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenanceDomain) || !has(self.maxUnavailable) || type(self.maxUnavailable) != int || self.maintenanceDomain.maxNodes <= self.maxUnavailable",message="maintenanceDomain.maxNodes exceeds maxUnavailable: a domain is taken out of service as one unit"
 // +kubebuilder:validation:XValidation:rule="!has(self.maintenanceDomain) || !has(self.actuator) || self.actuator != 'gpu-operator'",message="maintenanceDomain needs the gpufleet actuator: the GPU Operator's upgrade controller moves and returns nodes one by one"
+// +kubebuilder:validation:XValidation:rule="!has(self.ofed) || !has(self.actuator) || self.actuator != 'gpu-operator'",message="ofed needs the gpufleet actuator: the GPU Operator's and the Network Operator's upgrade controllers each cordon, drain and uncordon a node on their own, so one maintenance for both drivers cannot be had through them"
 type DriverRolloutSpec struct {
 	// TargetVersion is the driver version to install, e.g. "580.95.05",
 	// or the branch of a precompiled driver, e.g. "570": a node runs a
@@ -207,6 +208,44 @@ type DriverRolloutSpec struct {
 	// +listMapKey=name
 	// +optional
 	Pools []PoolSpec `json:"pools,omitempty"`
+
+	// OFED, when set, moves the Network Operator's OFED driver in the same
+	// maintenance as the GPU driver: each node is cordoned and drained
+	// once, its OFED pod is replaced first (the controller releases the
+	// node's OFED hold, LabelOFEDUpgradeSkip, and the Network Operator's
+	// upgrade controller restarts the pod), then its GPU driver is
+	// installed, or its driver pod restarted where only OFED changed, as
+	// a GPU driver loaded before an OFED reload keeps a stale
+	// nvidia_peermem. Every selected node is held at every other time.
+	// Unset, the rollout leaves OFED and its hold alone.
+	// +optional
+	OFED *OFEDSpec `json:"ofed,omitempty"`
+}
+
+// OFEDSpec is the OFED driver a rollout moves its nodes to.
+type OFEDSpec struct {
+	// TargetVersion is the OFED (DOCA) driver version the cluster's
+	// NicClusterPolicy names, e.g. "doca3.2.0-25.10-1.2.8.0-2"; a node
+	// runs it when its OFED container's image tag is the version or
+	// begins with it and a dash (the OS and architecture follow).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9._]*$`
+	TargetVersion string `json:"targetVersion"`
+	// PreviousVersion is the OFED version before this release. A node's
+	// OFED goes back to it only when the NicClusterPolicy names it again
+	// (the release reverted in Git): the OFED DaemonSet has one version
+	// for the whole cluster, so a node whose new OFED failed cannot be
+	// rolled back on its own and is quarantined once its rollback times
+	// out.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9._]*$`
+	PreviousVersion string `json:"previousVersion"`
+	// Peermem: the nodes' GPU workloads use GPUDirect RDMA, so a GPU
+	// driver pod is validated only with its PeermemContainer Ready.
+	// +optional
+	Peermem bool `json:"peermem,omitempty"`
 }
 
 // PoolSpec is one GPU pool of the rollout's cluster.
