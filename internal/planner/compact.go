@@ -44,6 +44,8 @@ import (
 // Only a pass where nothing else can make those nodes matter is compacted;
 // otherwise snap comes back as it is: no
 // maintenance domain (a domain starts with every pending node of it), no
+// OFED driver (every node is held, and a pending node's OFED decides
+// whether it needs a maintenance; not compacted yet), no
 // abort (it moves Done nodes), no
 // other rollout (it may go first on a free node), no outOfService selector,
 // a node selector that parses, and the canary nodes known (the status or
@@ -98,7 +100,7 @@ type compactKey struct {
 
 func (c *Compactor) compact(snap Snapshot, versions []int, buf []Node) Snapshot {
 	spec := &snap.Rollout.Spec
-	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 || spec.MaintenanceDomain != nil {
+	if snap.Settled != (Settled{}) || spec.Abort || len(snap.Others) > 0 || len(spec.OutOfService) > 0 || spec.MaintenanceDomain != nil || spec.OFED != nil {
 		return snap
 	}
 	canary := snap.Rollout.Status.Canary.Nodes

@@ -130,6 +130,7 @@ func Plan(snap Snapshot, now time.Time) Result {
 	case p.operator():
 		p.planOperator()
 	default:
+		p.holdOFED()
 		p.scanDomains()
 		p.settle()
 		p.join()
@@ -345,6 +346,11 @@ func (p *planner) onTarget(w *work) bool {
 	if w.phase != v1alpha1.NodePending || !DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
 		return false // most nodes of a pass: no need to look up the label
 	}
+	if p.ofed() && (!ofedOn(w, p.spec.OFED.TargetVersion) || p.staleDriver(w)) {
+		// Its OFED is to be replaced (or its driver pod, loaded before
+		// its OFED, restarted): that takes a maintenance too.
+		return false
+	}
 	label, ok := w.n.Labels[v1alpha1.LabelDriver]
 	return !ok || label == p.spec.TargetVersion
 }
@@ -364,6 +370,9 @@ func (p *planner) settle() {
 			continue
 		}
 		reason := fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion)
+		if p.ofed() {
+			reason = fmt.Sprintf("already on driver %s and OFED %s: nothing to install", p.spec.TargetVersion, p.spec.OFED.TargetVersion)
+		}
 		if w.unschedulable {
 			// Note: move records this cordon as someone else's in the
 			// same write. Without the record, deleting this rollout, or

@@ -27,6 +27,7 @@ func brief(t planner.Transition) string {
 	}{
 		{t.Failure, "failure"}, {t.Cordon, "cordon"}, {t.RecordAdminCordon, "admin-cordon"},
 		{t.Uncordon, "uncordon"}, {t.Quarantine, "quarantine"}, {t.Join, "join"}, {t.Driver != "", "driver=" + t.Driver},
+		{t.HoldOFED, "hold-ofed"}, {t.ReleaseOFED, "release-ofed"}, {t.RestartDriver, "restart-driver"},
 	} {
 		if f.on {
 			flags = append(flags, f.name)

@@ -82,6 +82,14 @@ func (p *planner) failure(w *work) string {
 		}
 		return fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout))
 	case v1alpha1.NodeInstalling:
+		if !p.ofedThrough(w) {
+			return p.ofedFailure(w)
+		}
+		if p.staleDriver(w) {
+			// Its driver pod is about to be replaced; what it does
+			// until then (a crash-looping peermem) is no failure.
+			return ""
+		}
 		switch {
 		case w.n.DriverFailed:
 			return fmt.Sprintf("driver %s failed to install", p.spec.TargetVersion)
@@ -117,16 +125,29 @@ func (p *planner) failure(w *work) string {
 }
 
 func (p *planner) draining(w *work) {
-	if w.n.Drained {
-		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
-			t.Driver = p.spec.TargetVersion
-		})
+	if !w.n.Drained {
+		return
 	}
+	if p.needsOFED(w) {
+		// OFED first: the GPU driver label flips once it is through
+		// (installingOFED), so a new GPU driver never builds against
+		// the OFED about to be replaced.
+		p.move(w, v1alpha1.NodeInstalling, p.releaseOFEDReason(w), func(t *Transition) { t.ReleaseOFED = true })
+		return
+	}
+	p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
+		t.Driver = p.spec.TargetVersion
+	})
 }
 
 func (p *planner) installing(w *work) {
+	if !p.installingOFED(w) {
+		return
+	}
 	if w.n.DriverReady && w.n.Ready {
-		p.move(w, v1alpha1.NodeValidating, fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w)), nil)
+		p.move(w, v1alpha1.NodeValidating, fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w)), func(t *Transition) {
+			t.HoldOFED = p.ofed() && !ofedHeld(w)
+		})
 	}
 }
 
@@ -160,18 +181,26 @@ func (p *planner) rollbackTimeout() time.Duration {
 }
 
 func (p *planner) rollingBack(w *work) {
+	// OFED first, where it was replaced: until it is back, the GPU
+	// driver's state says nothing (a stale peermem crash-loops).
+	back, fix := p.ofedBack(w)
 	switch {
-	case w.n.DriverFailed:
+	case back && w.n.DriverFailed:
 		p.quarantine(w, fmt.Sprintf("rollback to %s failed: driver pod failed to install", p.spec.PreviousVersion))
+	case p.overdue(w, p.rollbackTimeout()):
+		p.quarantine(w, fmt.Sprintf("rollback to %s not done within %s%s", p.spec.PreviousVersion, short(p.rollbackTimeout()), p.ofedRollbackWhy(w)))
+	case !back:
+		if fix != nil {
+			fix()
+		}
 	case rolledBack(w, p.spec.PreviousVersion):
 		if p.holdsReturn(w) {
 			return
 		}
 		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, p.returned(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w)))), func(t *Transition) {
 			t.Uncordon = !w.adminCordoned
+			t.HoldOFED = p.ofed() && !ofedHeld(w)
 		})
-	case p.overdue(w, p.rollbackTimeout()):
-		p.quarantine(w, fmt.Sprintf("rollback to %s not done within %s", p.spec.PreviousVersion, short(p.rollbackTimeout())))
 	}
 }
 

@@ -129,6 +129,21 @@ type Node struct {
 	// the nodes' own.
 	GPUPods int
 	GPUWork float64
+
+	// The node's OFED driver, observed only for a rollout with spec.ofed
+	// (ofed.go). OFEDVersion is the image tag of the OFED container of
+	// the node's OFED pod ("" without one); it is compared with the
+	// spec's versions only through OFEDMatches. OFEDReady: that pod is
+	// Ready. OFEDFailed: it cannot come up (crash loop, image error) or
+	// the Network Operator marked the node upgrade-failed.
+	OFEDVersion string
+	OFEDReady   bool
+	OFEDFailed  bool
+	// DriverStale: the node's GPU driver pod started before its OFED pod
+	// last became Ready, so with GPUDirect RDMA its nvidia_peermem was
+	// loaded against an OFED that has since been replaced (gpu-operator
+	// #2868): only a new driver pod loads it again.
+	DriverStale bool
 }
 
 // Signal is one health signal seen on a node.
@@ -184,6 +199,16 @@ type Transition struct {
 	// = "true"), so the operator leaves it at upgrade-required; Release
 	// removes it, handing the node to the operator's upgrade controller.
 	Hold, Release bool
+	// HoldOFED sets the Network Operator's OFED skip label
+	// (v1alpha1.LabelOFEDUpgradeSkip = "true"), so its upgrade controller
+	// leaves the node's OFED pod alone; ReleaseOFED removes it, inside
+	// the node's maintenance, so that it replaces the pod (ofed.go).
+	HoldOFED, ReleaseOFED bool
+	// RestartDriver deletes the node's GPU driver pod once the node's
+	// OFED is through, where the driver label does not change: its
+	// DaemonSet makes a new one, which loads nvidia_peermem against the
+	// new OFED (Node.DriverStale).
+	RestartDriver bool
 	// KeepCordon writes the operator's record that the node was cordoned
 	// when its upgrade began
 	// (v1alpha1.AnnotationOperatorInitialUnschedulable), so the operator

@@ -18,6 +18,10 @@ const (
 	Target   = "580.95.05"
 	Previous = "570.172.08"
 	Pool     = "h100"
+	// OFEDTarget and OFEDPrevious are the OFED versions OFED and RunsOFED
+	// use.
+	OFEDTarget   = "doca3.2.0-25.10-1.2.8.0-2"
+	OFEDPrevious = "25.04-0.6.1.0-2"
 	// CliqueLabel is the maintenance domain label InDomain sets.
 	CliqueLabel = v1alpha1.LabelGFDClique
 )
@@ -275,6 +279,49 @@ func (b *NodeBuilder) InDomain(key string) *NodeBuilder {
 	b.n.Labels[CliqueLabel] = key
 	return b
 }
+
+// OFED makes the rollout move the OFED driver from OFEDPrevious to
+// OFEDTarget too, its nodes using GPUDirect RDMA (peermem) or not.
+func (b *RolloutBuilder) OFED(peermem bool) *RolloutBuilder {
+	b.r.Spec.OFED = &v1alpha1.OFEDSpec{TargetVersion: OFEDTarget, PreviousVersion: OFEDPrevious, Peermem: peermem}
+	return b
+}
+
+// OFEDVersions sets the rollout's OFED versions (after OFED).
+func (b *RolloutBuilder) OFEDVersions(target, previous string) *RolloutBuilder {
+	b.r.Spec.OFED.TargetVersion, b.r.Spec.OFED.PreviousVersion = target, previous
+	return b
+}
+
+// RunsOFED gives the node a Ready OFED pod of version (an image tag with
+// the OS after it), the Network Operator's state, mofed.wait=false and the
+// OFED skip label when held.
+func (b *NodeBuilder) RunsOFED(version, state string, held bool) *NodeBuilder {
+	b.n.OFEDVersion, b.n.OFEDReady, b.n.OFEDFailed = version+"-ubuntu22.04-amd64", true, false
+	b.n.Labels = maps.Clone(b.n.Labels)
+	b.n.Labels[v1alpha1.LabelMOFEDWait] = "false"
+	delete(b.n.Labels, v1alpha1.LabelOFEDUpgradeState)
+	if state != "" {
+		b.n.Labels[v1alpha1.LabelOFEDUpgradeState] = state
+	}
+	delete(b.n.Labels, v1alpha1.LabelOFEDUpgradeSkip)
+	if held {
+		b.n.Labels[v1alpha1.LabelOFEDUpgradeSkip] = "true"
+	}
+	return b
+}
+
+// OFEDNotReady makes the node's OFED pod (of version) not Ready, failed
+// or not, as the Network Operator's node label then says.
+func (b *NodeBuilder) OFEDNotReady(version string, failed bool) *NodeBuilder {
+	b.n.OFEDVersion, b.n.OFEDReady, b.n.OFEDFailed = version+"-ubuntu22.04-amd64", false, failed
+	b.n.Labels = maps.Clone(b.n.Labels)
+	b.n.Labels[v1alpha1.LabelMOFEDWait] = "true"
+	return b
+}
+
+// DriverStale marks the node's GPU driver pod as started before its OFED.
+func (b *NodeBuilder) DriverStale() *NodeBuilder { b.n.DriverStale = true; return b }
 
 // Build returns the node.
 func (b *NodeBuilder) Build() planner.Node { return b.n }

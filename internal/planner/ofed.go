@@ -1,0 +1,221 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+)
+
+// The OFED driver in the GPU driver's maintenance (spec.ofed, gpufleet
+// actuator only). The Network Operator replaces a node's OFED pod through
+// its own upgrade controller (k8s-operator-libs, driver name "ofed"), which
+// takes a node past upgrade-required only without the skip label
+// (v1alpha1.LabelOFEDUpgradeSkip); render turns that controller's drain off.
+// So the planner holds every selected node with the skip label, and a
+// node's maintenance is, with one cordon and one drain:
+//
+//	Draining     as for the GPU driver alone (the hold stays)
+//	Installing   where the node's OFED is not the target: the hold is
+//	             released and the Network Operator restarts the OFED pod
+//	             (the node is cordoned already, so it leaves it cordoned);
+//	             once the pod runs the target, is Ready, the node says
+//	             mofed.wait=false and upgrade-done, the hold goes back on
+//	             and the GPU driver label flips to the target, or, where it
+//	             is the target already and GPUDirect RDMA is used, the
+//	             driver pod is restarted so nvidia_peermem loads against the
+//	             new OFED; then the driver pod Ready (its peermem container
+//	             with it) as for the GPU driver alone
+//	Validating … as for the GPU driver alone
+//
+// Rolling back: the GPU driver goes back as always. The OFED DaemonSet has
+// one version for the cluster, so a node's OFED goes back to the previous
+// version only once the NicClusterPolicy names it again (the release
+// reverted in Git): until then a node whose OFED had been replaced stays
+// RollingBack, released, and is quarantined when the rollback times out. A
+// node that failed before its OFED was released keeps the previous OFED and
+// rolls back as without spec.ofed.
+
+// OFEDMatches reports whether an OFED container's image tag (reported)
+// is OFED version want: the tag is the version, or the version followed by
+// a dash and the OS and architecture ("doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64").
+func OFEDMatches(reported, want string) bool {
+	if reported == "" || want == "" {
+		return false
+	}
+	return reported == want || strings.HasPrefix(reported, want+"-")
+}
+
+// ofed reports whether the rollout moves the OFED driver too.
+func (p *planner) ofed() bool { return p.spec.OFED != nil && !p.operator() }
+
+// ofedHeld reports whether the node carries the OFED skip label.
+func ofedHeld(w *work) bool { return w.n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true" }
+
+// ofedOn reports whether the node's OFED pod runs version and is Ready, and
+// the node says so (mofed.wait=false, which the RDMA device plugins and a
+// GPU driver with RDMA wait for).
+func ofedOn(w *work, version string) bool {
+	return OFEDMatches(w.n.OFEDVersion, version) && w.n.OFEDReady && !w.n.OFEDFailed &&
+		w.n.Labels[v1alpha1.LabelMOFEDWait] == "false"
+}
+
+// ofedState is the Network Operator's OFED upgrade state of the node.
+func ofedState(w *work) string { return w.n.Labels[v1alpha1.LabelOFEDUpgradeState] }
+
+// ofedThrough reports whether node w's OFED step is over: its OFED runs the
+// target (or the rollout moves no OFED), and the Network Operator is done
+// with the node (upgrade-done; no state at all where its upgrade
+// controller does not run, as a pod on the target then proves enough).
+func (p *planner) ofedThrough(w *work) bool {
+	if !p.ofed() {
+		return true
+	}
+	st := ofedState(w)
+	return ofedOn(w, p.spec.OFED.TargetVersion) && (st == v1alpha1.OperatorStateDone || st == "")
+}
+
+// needsOFED reports whether node w's OFED pod is not the target's.
+func (p *planner) needsOFED(w *work) bool {
+	return p.ofed() && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
+}
+
+// staleDriver reports whether node w's GPU driver pod must be restarted
+// because its OFED was replaced under it (with GPUDirect RDMA only: without
+// it the GPU driver does not build against OFED).
+func (p *planner) staleDriver(w *work) bool {
+	return p.ofed() && p.spec.OFED.Peermem && w.n.DriverStale
+}
+
+// holdOFED puts the skip label on every selected node of this rollout
+// whose OFED is not in its maintenance's hands (Installing or RollingBack),
+// so the Network Operator replaces no OFED pod outside a maintenance.
+// Holds go first in a pass, as on the gpu-operator path: a node's first
+// write holds it before anything could release it.
+func (p *planner) holdOFED() {
+	if !p.ofed() {
+		return
+	}
+	for i := range p.nodes {
+		w := &p.nodes[i]
+		if w.elsewhere != "" || w.phase == v1alpha1.NodeInstalling || w.phase == v1alpha1.NodeRollingBack || ofedHeld(w) {
+			continue
+		}
+		// A hold changes no phase: the rest of the pass (maintenance
+		// domains among it) sees the node as the pass found it.
+		moved := w.moved
+		p.move(w, w.phase, "held with the OFED skip label: its OFED is replaced only inside its maintenance", func(t *Transition) { t.HoldOFED = true })
+		w.moved = moved
+	}
+}
+
+// ofedFailure says why node w, Installing, fails in its OFED step; empty
+// when it does not, or when its OFED step is over.
+func (p *planner) ofedFailure(w *work) string {
+	target := p.spec.OFED.TargetVersion
+	switch {
+	case OFEDMatches(w.n.OFEDVersion, target) && w.n.OFEDFailed:
+		return fmt.Sprintf("OFED %s failed to install", target)
+	case ofedState(w) == v1alpha1.OperatorStateFailed:
+		return fmt.Sprintf("the Network Operator marked the OFED upgrade to %s failed", target)
+	case p.overdue(w, p.set.InstallTimeout):
+		return fmt.Sprintf("OFED %s not through within %s (%s)", target, short(p.set.InstallTimeout), p.ofedProgress(w))
+	}
+	return ""
+}
+
+// ofedProgress describes where node w's OFED upgrade stands.
+func (p *planner) ofedProgress(w *work) string {
+	var parts []string
+	v := w.n.OFEDVersion
+	switch {
+	case v == "":
+		parts = append(parts, "no OFED pod")
+	case w.n.OFEDReady:
+		parts = append(parts, "OFED pod "+v+" Ready")
+	default:
+		parts = append(parts, "OFED pod "+v+" not Ready")
+	}
+	parts = append(parts, "mofed.wait="+versionOr(w.n.Labels[v1alpha1.LabelMOFEDWait]))
+	parts = append(parts, operatorStateOr(ofedState(w)))
+	return strings.Join(parts, ", ")
+}
+
+// releaseOFEDReason is the Draining → Installing reason of a node whose
+// OFED is replaced first.
+func (p *planner) releaseOFEDReason(w *work) string {
+	return fmt.Sprintf("drained in %s; OFED hold released: the Network Operator replaces OFED %s first, then driver %s",
+		p.elapsed(w), p.spec.OFED.TargetVersion, p.spec.TargetVersion)
+}
+
+// installingOFED moves node w, Installing, through its OFED step; it
+// reports whether the step is over (then installing goes on as for the GPU
+// driver alone).
+func (p *planner) installingOFED(w *work) bool {
+	if !p.ofed() {
+		return true
+	}
+	if !p.ofedThrough(w) {
+		if ofedHeld(w) && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion) {
+			// Someone put the hold back: the Network Operator would
+			// never replace the pod.
+			p.move(w, w.phase, fmt.Sprintf("OFED hold released again: OFED %s is not replaced while held", p.spec.OFED.TargetVersion), func(t *Transition) { t.ReleaseOFED = true })
+		}
+		return false
+	}
+	label := w.n.Labels[v1alpha1.LabelDriver]
+	switch {
+	case label != p.spec.TargetVersion:
+		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("OFED %s Ready after %s (upgrade-done); installing driver %s", p.spec.OFED.TargetVersion, p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
+			t.Driver = p.spec.TargetVersion
+			t.HoldOFED = !ofedHeld(w)
+		})
+		return false
+	case p.staleDriver(w):
+		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("OFED %s Ready after %s (upgrade-done); restarting the driver %s pod so nvidia_peermem loads against it", p.spec.OFED.TargetVersion, p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
+			t.RestartDriver = true
+			t.HoldOFED = !ofedHeld(w)
+		})
+		return false
+	}
+	return true
+}
+
+// ofedBack reports whether node w, rolling back, has the previous OFED
+// (Ready) and a GPU driver pod started after it. Where not, fix (nil when
+// there is nothing to do but wait) releases the node's hold, so that the
+// Network Operator puts the previous OFED back once the NicClusterPolicy
+// names it, or restarts a stale driver pod.
+func (p *planner) ofedBack(w *work) (back bool, fix func()) {
+	if !p.ofed() {
+		return true, nil
+	}
+	prev := p.spec.OFED.PreviousVersion
+	switch {
+	case !OFEDMatches(w.n.OFEDVersion, prev):
+		if !ofedHeld(w) {
+			return false, nil
+		}
+		return false, func() {
+			p.move(w, w.phase, fmt.Sprintf("OFED hold released: OFED goes back to %s once the NicClusterPolicy names it again", prev), func(t *Transition) { t.ReleaseOFED = true })
+		}
+	case !ofedOn(w, prev):
+		return false, nil
+	case p.staleDriver(w):
+		return false, func() {
+			p.move(w, w.phase, fmt.Sprintf("OFED %s Ready; restarting the driver %s pod so nvidia_peermem loads against it", prev, p.spec.PreviousVersion), func(t *Transition) {
+				t.RestartDriver = true
+			})
+		}
+	}
+	return true, nil
+}
+
+// ofedRollbackWhy says, for a rollback that timed out, what of OFED kept it.
+func (p *planner) ofedRollbackWhy(w *work) string {
+	if !p.ofed() || ofedOn(w, p.spec.OFED.PreviousVersion) {
+		return ""
+	}
+	return fmt.Sprintf("; OFED is not back on %s (%s): the NicClusterPolicy has one OFED version for the cluster, and a node's OFED goes back only once it names %s again",
+		p.spec.OFED.PreviousVersion, p.ofedProgress(w), p.spec.OFED.PreviousVersion)
+}
