@@ -62,6 +62,7 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 		n.Labels[v1alpha1.LabelPool] = t.Pool
 	}
 	operatorMarks(n, t)
+	ofedMarks(n, t)
 	if t.Quarantine {
 		for k, v := range quarantineLabels(&ro.Spec.Quarantine) {
 			n.Labels[k] = v

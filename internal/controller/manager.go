@@ -154,6 +154,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := mgr.Add(gpuPods); err != nil {
 		return nil, fmt.Errorf("GPU pod cache: %w", err)
 	}
+	ofedPods, err := newOFEDPodCache(ctx, cfg, mgr.GetScheme(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(ofedPods); err != nil {
+		return nil, fmt.Errorf("OFED pod cache: %w", err)
+	}
 	c := mgr.GetClient()
 	if o.WrapClient != nil {
 		c = o.WrapClient(c)
@@ -167,6 +176,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Prometheus: o.Prometheus,
 		DriverPods: sel,
 		GPUPods:    gpuPods,
+		OFEDPods:   ofedPods,
 		DrainRetry: o.DrainRetry,
 		HealthPoll: o.HealthPoll,
 		Version:    o.Version,

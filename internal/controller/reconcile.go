@@ -83,6 +83,9 @@ type Reconciler struct {
 	// each pending node; nil, every node costs the same and the nodes go
 	// in their own order.
 	GPUPods client.Reader
+	// OFEDPods reads the Network Operator's OFED pods (newOFEDPodCache),
+	// for rollouts with spec.ofed; nil, they are read from the API server.
+	OFEDPods client.Reader
 	// DrainRetry is how soon a drain that still has pods is looked at again
 	// (a PodDisruptionBudget may allow the next eviction); 5 s when zero.
 	DrainRetry time.Duration
@@ -248,6 +251,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return ctrl.Result{}, err
 		}
 		obs.nodes[t.Node] = updated
+		if t.RestartDriver {
+			// After the write that records it: a pass that stopped
+			// between the two finds the driver pod still stale and
+			// restarts it then.
+			if err := r.restartDriver(ctx, t.Node); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		r.expect.wrote(t.Node, updated.Annotations[v1alpha1.AnnotationSince], now)
 		r.Metrics.transition(ro.Name, t)
 		r.transitionEvent(ro, updated, t)

@@ -26,12 +26,7 @@ import (
 // node being drained are read by drainPods, not watched.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, name string) error {
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &corev1.Pod{}, indexPodNode, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
+	if err := idx.IndexField(ctx, &corev1.Pod{}, indexPodNode, podNode); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
 	}
 	if err := idx.IndexField(ctx, &corev1.Event{}, indexEventNode, func(o client.Object) []string {
@@ -94,4 +89,12 @@ func (r *Reconciler) allRollouts(ctx context.Context, _ client.Object) []reconci
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ro.Name}})
 	}
 	return out
+}
+
+// podNode indexes a pod by the node it runs on.
+func podNode(o client.Object) []string {
+	if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+		return []string{n}
+	}
+	return nil
 }

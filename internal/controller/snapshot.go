@@ -92,10 +92,21 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 	if err != nil {
 		return nil, err
 	}
+	var ofed map[string]ofedPod
+	if ro.Spec.OFED != nil {
+		if ofed, err = r.ofedPods(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, i := range work {
 		n := &obs.snap.Nodes[i]
 		if w, ok := gpu[n.Name]; ok {
 			n.GPUPods, n.GPUWork = w.pods, w.seconds
+		}
+		if ofed != nil {
+			if err := r.observeOFED(ctx, ro, n, ofed[n.Name]); err != nil {
+				return nil, err
+			}
 		}
 		if err := r.observeWork(ctx, ro, obs.nodes[n.Name], n, obs, read, now); err != nil {
 			return nil, err
@@ -159,13 +170,14 @@ func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{indexPodNode: node.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list pods on node %s: %w", node.Name, err)
 	}
+	peermem := ro.Spec.OFED != nil && ro.Spec.OFED.Peermem
 	switch phase {
 	case v1alpha1.NodeInstalling, v1alpha1.NodeValidating:
-		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion, peermem)
 	case v1alpha1.NodeRollingBack:
-		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.PreviousVersion)
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.PreviousVersion, peermem)
 	case v1alpha1.NodeSoaking:
-		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion, peermem)
 		sigs, err := r.signals(ctx, ro, node, n.Since, now)
 		if err != nil {
 			return err
@@ -294,12 +306,15 @@ var waitingFailures = []string{
 }
 
 // driverState reports whether the node's driver pod for version is Ready,
-// and whether it failed to install. A driver pod is one sel matches. A pod
+// and whether it failed to install. A driver pod is one sel matches. With
+// peermem (GPUDirect RDMA) a pod is Ready only with its
+// v1alpha1.PeermemContainer: a driver pod without it was rendered without
+// RDMA, and the node's RDMA workloads would find no nvidia_peermem. A pod
 // known to be of another version does not count, so the old driver's pod
 // lingering for a moment after the label flip is not taken for the new one:
 // its node selector names another driver version (the DaemonSet of another
 // NVIDIADriver), or its image tag starts with another version.
-func driverState(pods []corev1.Pod, sel labels.Selector, version string) (ready, failed bool) {
+func driverState(pods []corev1.Pod, sel labels.Selector, version string, peermem bool) (ready, failed bool) {
 	for i := range pods {
 		p := &pods[i]
 		if !sel.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil {
@@ -315,7 +330,7 @@ func driverState(pods []corev1.Pod, sel labels.Selector, version string) (ready,
 			failed = true
 			continue
 		}
-		if podReady(p) {
+		if podReady(p) && (!peermem || hasContainer(p, v1alpha1.PeermemContainer)) {
 			ready = true
 		}
 	}
@@ -361,15 +376,8 @@ var imageVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}`)
 // or "" when no tag names one (a precompiled driver's "570-5.15.0-…").
 func podDriverVersion(p *corev1.Pod) string {
 	for _, c := range p.Spec.Containers {
-		img := c.Image
-		if i := strings.LastIndexByte(img, '@'); i >= 0 {
-			img = img[:i]
-		}
-		if i := strings.LastIndexByte(img, '/'); i >= 0 {
-			img = img[i+1:]
-		}
-		_, tag, ok := strings.Cut(img, ":")
-		if !ok {
+		tag := imageTag(c.Image)
+		if tag == "" {
 			continue
 		}
 		if v := imageVersion.FindString(tag); v != "" && (len(v) == len(tag) || !isDigitOrDot(tag[len(v)])) {
@@ -380,3 +388,25 @@ func podDriverVersion(p *corev1.Pod) string {
 }
 
 func isDigitOrDot(b byte) bool { return b == '.' || (b >= '0' && b <= '9') }
+
+func hasContainer(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// imageTag is an image reference's tag, "" when it names none (a digest
+// alone names no tag).
+func imageTag(img string) string {
+	if i := strings.LastIndexByte(img, '@'); i >= 0 {
+		img = img[:i]
+	}
+	if i := strings.LastIndexByte(img, '/'); i >= 0 {
+		img = img[i+1:]
+	}
+	_, tag, _ := strings.Cut(img, ":")
+	return tag
+}

@@ -39,11 +39,18 @@ import (
 // OFEDMatches reports whether an OFED container's image tag (reported)
 // is OFED version want: the tag is the version, or the version followed by
 // a dash and the OS and architecture ("doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64").
+// The OS part begins with a letter: a version's own parts after a dash are
+// numbers (its revision, "-2"), so "…-1.2.8.0" does not match the tag of
+// "…-1.2.8.0-2".
 func OFEDMatches(reported, want string) bool {
 	if reported == "" || want == "" {
 		return false
 	}
-	return reported == want || strings.HasPrefix(reported, want+"-")
+	if reported == want {
+		return true
+	}
+	rest, ok := strings.CutPrefix(reported, want+"-")
+	return ok && rest != "" && (rest[0] >= 'a' && rest[0] <= 'z' || rest[0] >= 'A' && rest[0] <= 'Z')
 }
 
 // ofed reports whether the rollout moves the OFED driver too.

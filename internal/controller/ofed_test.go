@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
+)
+
+// TestOFEDMarks: a hold writes the OFED skip label, a release removes it,
+// and neither touches the GPU Operator's own skip label.
+func TestOFEDMarks(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelOperatorUpgradeSkip: "true"}}}
+	ofedMarks(n, planner.Transition{HoldOFED: true})
+	if n.Labels[v1alpha1.LabelOFEDUpgradeSkip] != "true" {
+		t.Fatalf("hold: labels %v", n.Labels)
+	}
+	ofedMarks(n, planner.Transition{ReleaseOFED: true})
+	if _, ok := n.Labels[v1alpha1.LabelOFEDUpgradeSkip]; ok || n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" {
+		t.Fatalf("release: labels %v", n.Labels)
+	}
+}
+
+// TestContainerTag reads the OFED version from the OFED container's image.
+func TestContainerTag(t *testing.T) {
+	p := pod("mofed", func(p *corev1.Pod) {
+		p.Spec.Containers = []corev1.Container{
+			{Name: "sidecar", Image: "busybox:1.36"},
+			{Name: v1alpha1.OFEDContainer, Image: "nvcr.io/nvidia/mellanox/doca-driver:doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64@sha256:00"},
+		}
+	})
+	got := containerTag(&p, v1alpha1.OFEDContainer)
+	if got != "doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64" || !planner.OFEDMatches(got, "doca3.2.0-25.10-1.2.8.0-2") || planner.OFEDMatches(got, "doca3.2.0-25.10-1.2.8.0") {
+		t.Fatalf("tag %q", got)
+	}
+	if containerTag(&p, "none") != "" {
+		t.Fatal("a missing container has a tag")
+	}
+}
+
+// TestDriverOlderThan: a driver pod created before OFED became Ready is
+// stale, one created in that second or after is not, and a pod being
+// deleted (the restart under way) does not count.
+func TestDriverOlderThan(t *testing.T) {
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
+	ready := time.Date(2026, 6, 1, 10, 0, 0, 500_000_000, time.UTC)
+	driver := func(created time.Time, deleting bool) corev1.Pod {
+		return pod("d", func(p *corev1.Pod) {
+			p.Labels = map[string]string{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver}
+			p.CreationTimestamp = metav1.NewTime(created)
+			if deleting {
+				p.DeletionTimestamp = &metav1.Time{Time: ready}
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		pods []corev1.Pod
+		want bool
+	}{
+		{"created before", []corev1.Pod{driver(ready.Add(-time.Minute), false)}, true},
+		{"created in the same second", []corev1.Pod{driver(ready.Truncate(time.Second), false)}, false},
+		{"created after", []corev1.Pod{driver(ready.Add(time.Second), false)}, false},
+		{"old one being deleted", []corev1.Pod{driver(ready.Add(-time.Minute), true)}, false},
+		{"other pods", []corev1.Pod{pod("app", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(ready.Add(-time.Hour)) })}, false},
+	} {
+		if got := driverOlderThan(tt.pods, sel, ready); got != tt.want {
+			t.Errorf("%s: stale %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestDriverStatePeermem: with GPUDirect RDMA a driver pod is Ready only
+// with its peermem container.
+func TestDriverStatePeermem(t *testing.T) {
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
+	driver := func(containers ...string) []corev1.Pod {
+		return []corev1.Pod{pod("d", func(p *corev1.Pod) {
+			p.Labels = map[string]string{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver}
+			for _, c := range containers {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "driver:580.95.05-ubuntu22.04"})
+			}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		})}
+	}
+	if ready, _ := driverState(driver("nvidia-driver-ctr"), sel, "580.95.05", true); ready {
+		t.Error("a driver pod without peermem is Ready for an RDMA pool")
+	}
+	if ready, _ := driverState(driver("nvidia-driver-ctr", v1alpha1.PeermemContainer), sel, "580.95.05", true); !ready {
+		t.Error("a driver pod with peermem is not Ready")
+	}
+	if ready, _ := driverState(driver("nvidia-driver-ctr"), sel, "580.95.05", false); !ready {
+		t.Error("without RDMA peermem is required")
+	}
+}
