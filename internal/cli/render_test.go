@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 )
 
 // run executes a gpufleet command line and returns its exit code and output.
@@ -137,6 +139,9 @@ func TestRenderRefusesUnsafeDriverManagementSwitch(t *testing.T) {
 	fleetFile := copyExample(t)
 	dir := filepath.Dir(fleetFile)
 	src, _ := os.ReadFile(fleetFile)
+	// Without the OFED driver, which the gpu-operator actuator cannot move
+	// with stg-h100's managed NICs.
+	src = []byte(fleettest.WithoutOFEDDriver(string(src)))
 	adopted := bytes.Replace(src, []byte("[[clusters.stg-h100.pools]]"), []byte("[clusters.stg-h100.gpu-operator]\nrelease = \"gpu-operator-1712345678\"\ndriver-management = \"clusterpolicy\"\n\n[policy.clusters.stg-h100]\nactuator = \"gpu-operator\"\n\n[[clusters.stg-h100.pools]]"), 1)
 	if err := os.WriteFile(fleetFile, adopted, 0o644); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/argotest"
 )
@@ -188,7 +189,8 @@ func fleetVariant(t *testing.T, file string, operator, manifests bool) *fleet.Fl
 	}
 	src := string(data)
 	if operator {
-		src = strings.Replace(src, "\n[policy]\n", "\n[policy]\nactuator = \"gpu-operator\"\n", 1)
+		// Without the OFED driver, which this actuator cannot move.
+		src = strings.Replace(fleettest.WithoutOFEDDriver(src), "\n[policy]\n", "\n[policy]\nactuator = \"gpu-operator\"\n", 1)
 	}
 	f, err := fleet.Parse("fleet.toml", []byte(src))
 	if err != nil {

@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"fmt"
 	"regexp"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // ofedVersionForms are the OFED driver versions the Network Operator's
@@ -76,6 +79,50 @@ func checkPoolNetwork(probs *problemList, pkey string, p *Pool) {
 	if p.GPUDirectRDMA && !p.ManagedNICs {
 		probs.add(pkey+".gpudirect-rdma", "gpudirect-rdma needs managed-nics = true: GPUDirect RDMA builds the GPU driver against the Network Operator's OFED driver, which runs only on pools whose NICs it manages")
 	}
+}
+
+// validateOFEDActuator refuses managed NICs on a cluster whose nodes the
+// GPU Operator's upgrade controller moves (the gpu-operator actuator) once
+// a release that can reach the cluster (the stable one or the one being
+// rolled out) names an OFED driver: render would give its DriverRollout
+// spec.ofed, which the DriverRollout's schema refuses on that actuator, as
+// the two operators' upgrade controllers cannot share one drain. Each such
+// pool is reported at its managed-nics key. It runs after validatePolicy,
+// which resolves each cluster's actuator.
+func (f *Fleet) validateOFEDActuator(probs *problemList) {
+	var ofed *Release
+	for _, name := range f.reachingReleases() {
+		if r := f.Releases[name]; r != nil && r.OFEDDriver != "" {
+			ofed = r
+			break
+		}
+	}
+	if ofed == nil {
+		return
+	}
+	for _, name := range f.ClusterNames() {
+		if f.policies[name].Actuator != v1alpha1.ActuatorGPUOperator {
+			continue
+		}
+		for i, p := range f.Clusters[name].Pools {
+			if !p.ManagedNICs {
+				continue
+			}
+			probs.add(fmt.Sprintf("%s.pools[%d].managed-nics", joinKey("clusters", name), i),
+				"managed-nics needs the %q actuator when a release names an ofed-driver (%q names %q), not %q (%s): the GPU Operator's and the Network Operator's upgrade controllers each cordon, drain and uncordon a node on their own, so one maintenance for both drivers cannot be had through them",
+				v1alpha1.ActuatorGPUFleet, ofed.Name, ofed.OFEDDriver, v1alpha1.ActuatorGPUOperator, f.policyKeyFor(name, "actuator"))
+		}
+	}
+}
+
+// reachingReleases are the releases a cluster's DriverRollout may carry as
+// the fleet file stands: the stable release and the one being rolled out.
+func (f *Fleet) reachingReleases() []string {
+	names := []string{f.Promotion.Stable}
+	if r := f.Promotion.Rollout; r != nil && r.Release != f.Promotion.Stable {
+		names = append(names, r.Release)
+	}
+	return names
 }
 
 // ManagesNICs says a pool of the cluster has NICs the Network Operator

@@ -136,3 +136,61 @@ func TestOFEDVersionForm(t *testing.T) {
 		t.Error("an unreadable operator version has no form")
 	}
 }
+
+// TestManagedNICsNeedTheGPUFleetActuator: once the stable release or the
+// one being rolled out names an OFED driver, a pool with managed NICs on a
+// cluster of the gpu-operator actuator is refused at its managed-nics key,
+// naming the release and where the actuator is set; a cluster on gpufleet's
+// actuator, a pool without managed NICs, and an OFED driver only an idle
+// release names are accepted.
+func TestManagedNICsNeedTheGPUFleetActuator(t *testing.T) {
+	base := mustRead(t, "testdata/minimal.toml")
+	const r1, r2, stgPool = `network-operator = "v25.4.0"`, `network-operator = "v25.10.0"`, "nodes = 4\n"
+	ofed1 := [2]string{r1, r1 + "\n" + `ofed-driver = "25.04-0.6.1.0-2"`}
+	ofed2 := [2]string{r2, r2 + "\n" + `ofed-driver = "doca3.2.0-25.10-1.2.8.0-2"`}
+	nics := [2]string{stgPool, stgPool + "managed-nics = true\n"}
+	onCluster := [2]string{"[promotion]\n", "[policy.clusters.stg]\nactuator = \"gpu-operator\"\n\n[promotion]\n"}
+	onFleet := [2]string{"[policy]\n", "[policy]\nactuator = \"gpu-operator\"\n"}
+	rollout := [2]string{`stable = "r1"`, "stable = \"r1\"\nrollout = { release = \"r2\", wave = \"staging\" }"}
+	edit := func(edits ...[2]string) string {
+		s := base
+		for _, e := range edits {
+			if !strings.Contains(s, e[0]) {
+				t.Fatalf("testdata/minimal.toml no longer has %q", e[0])
+			}
+			s = strings.Replace(s, e[0], e[1], 1)
+		}
+		return s
+	}
+	const why = `: the GPU Operator's and the Network Operator's upgrade controllers each cordon, drain and uncordon a node on their own, so one maintenance for both drivers cannot be had through them`
+	tests := []struct {
+		name  string
+		edits [][2]string
+		want  []string
+	}{
+		{
+			name:  "the stable release names one, the cluster's actuator is gpu-operator",
+			edits: [][2]string{ofed1, nics, onCluster},
+			want:  []string{`f.toml:19:1: clusters.stg.pools[0].managed-nics: managed-nics needs the "gpufleet" actuator when a release names an ofed-driver ("r1" names "25.04-0.6.1.0-2"), not "gpu-operator" (policy.clusters.stg.actuator)` + why},
+		},
+		{
+			name:  "the release being rolled out names one, the fleet's actuator is gpu-operator",
+			edits: [][2]string{ofed2, nics, onFleet, rollout},
+			want:  []string{`f.toml:19:1: clusters.stg.pools[0].managed-nics: managed-nics needs the "gpufleet" actuator when a release names an ofed-driver ("r2" names "doca3.2.0-25.10-1.2.8.0-2"), not "gpu-operator" (policy.actuator)` + why},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantProblems(t, edit(tt.edits...), tt.want) })
+	}
+	for name, edits := range map[string][][2]string{
+		"gpufleet's actuator":                     {ofed1, nics},
+		"no pool manages NICs":                    {ofed1, onCluster},
+		"only a release not rolled out names one": {ofed2, nics, onCluster},
+	} {
+		t.Run(name+" is accepted", func(t *testing.T) {
+			if _, err := Parse("f.toml", []byte(edit(edits...))); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -46,6 +46,7 @@ func (f *Fleet) validate(probs *problemList) {
 	f.validateControllers(probs)
 	f.validateWaves(probs)
 	f.validatePolicy(probs)
+	f.validateOFEDActuator(probs)
 	f.validateInstalls(probs)
 	f.validatePromotion(probs)
 	f.validateStack(probs)

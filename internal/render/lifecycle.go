@@ -41,7 +41,37 @@ func driverRolloutOf(p clusterPlan) *v1alpha1.DriverRollout {
 	dr.Spec.Paused = p.paused
 	dr.Spec.Abort = p.abort
 	dr.Spec.Pools = rolloutPools(p.cluster)
+	dr.Spec.OFED = ofedRollout(p)
 	return dr
+}
+
+// ofedRollout is the DriverRollout's OFED driver: the rollout release's
+// ofed-driver, falling back to the one of the release it rolls back to, on
+// a cluster with a pool of managed NICs; nil where the rollout's release
+// names none or no pool manages NICs, and the rollout leaves OFED alone.
+//
+// The previous version follows the GPU driver's (the release rolled back
+// to) and is the target itself where that release names no OFED driver:
+// such a release leaves the NicClusterPolicy as it was (see
+// nicClusterPolicy), so render knows no older version to go back to.
+//
+// The rollout spans every GPU node of the cluster, so peermem (its GPU
+// driver pods are validated with nvidia_peermem loaded) is set only where
+// every pool uses GPUDirect RDMA: the NVIDIADriver of a pool without it
+// has no peermem container, and its nodes could never validate.
+func ofedRollout(p clusterPlan) *v1alpha1.OFEDSpec {
+	if p.rollout.OFEDDriver == "" || !p.cluster.ManagesNICs() {
+		return nil
+	}
+	previous := p.rollbackTo.OFEDDriver
+	if previous == "" {
+		previous = p.rollout.OFEDDriver
+	}
+	peermem := true
+	for _, pool := range p.cluster.Pools {
+		peermem = peermem && pool.GPUDirectRDMA
+	}
+	return &v1alpha1.OFEDSpec{TargetVersion: p.rollout.OFEDDriver, PreviousVersion: previous, Peermem: peermem}
 }
 
 // rolloutPools are the pools whose nodes the NVIDIADrivers tell apart by

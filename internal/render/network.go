@@ -88,18 +88,28 @@ func networkObjects(p clusterPlan) ([]object, error) {
 // cluster-scoped): the release's OFED driver and the RDMA shared device
 // plugin on the nodes of the pools with managed NICs.
 //
-// The OFED driver's upgrade policy leaves every node's OFED pod where it
-// is until gpufleet replaces it. The OFED DaemonSet is named by OS and
-// kernel, not by driver version, and updates OnDelete: a new ofed-driver
-// changes its template in place and no pod moves. With autoUpgrade off
-// nothing restarts (the operator ignores every other upgrade option); with
-// it on, k8s-operator-libs' state machine would cordon, drain and reload
-// every node by itself, skipping only those labelled
-// nvidia.com/ofed-driver-upgrade.skip=true at upgrade-required, and with no
-// maxUnavailable at all. So autoUpgrade is off, as the GPU Operator's own
-// upgrade is off at rest. maxParallelUpgrades is written as 1 (the
-// default) for whoever turns autoUpgrade on by hand: 0 would mean no limit.
-// safeLoad is not set: the webhook refuses it without autoUpgrade.
+// The OFED driver's upgrade policy turns the Network Operator's own
+// upgrade state machine on (k8s-operator-libs, driver name "ofed") and
+// leaves every choice of node and every drain to gpufleet. The OFED
+// DaemonSet is named by OS and kernel, not by driver version, and updates
+// OnDelete: a new ofed-driver changes its template in place and no pod
+// moves. Only the state machine restarts a node's OFED pod and records
+// upgrade-done, which is how the lifecycle controller knows a node's OFED
+// reloaded; with autoUpgrade off the operator clears its upgrade state
+// labels and ignores every other option, so nothing would ever say
+// upgrade-done. The machine would move every node by itself, so the
+// controller holds each node of a rollout that names an OFED driver with
+// nvidia.com/ofed-driver-upgrade.skip=true and releases it only inside
+// that node's maintenance, after its own drain:
+//   - maxParallelUpgrades is 0 (no limit): the rollout's parallelNodes and
+//     maxUnavailable bound the nodes in maintenance, the hold gates each
+//     one, and a second limit here could only stall a released node.
+//   - drain is off: gpufleet has drained the node already, and the
+//     operator's drain would evict a second time, every pod of the node.
+//   - no waitForCompletion (the controller's drain waited) and no
+//     safeLoad: with it, an OFED pod restarted outside a maintenance (a
+//     reboot) waits for a cordon and drain that the hold never lets come,
+//     and keeps OFED, the RDMA device plugin and a peermem GPU driver down.
 //
 // Every field the v25.x CRDs require (image, repository, version) is
 // written; v26.4.1 requires only image, the rest may come from
@@ -132,8 +142,9 @@ func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
 			"repository": ofedRepository,
 			"version":    p.release.OFEDDriver,
 			"upgradePolicy": map[string]any{
-				"autoUpgrade":         false,
-				"maxParallelUpgrades": 1,
+				"autoUpgrade":         true,
+				"maxParallelUpgrades": 0,
+				"drain":               map[string]any{"enable": false},
 			},
 		},
 		"rdmaSharedDevicePlugin": map[string]any{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/sharedtest"
@@ -89,8 +90,8 @@ func TestNicClusterPolicyWhere(t *testing.T) {
 }
 
 // TestNicClusterPolicyShape: the one object the operator reconciles, kept
-// when a later render drops it, with the OFED driver's upgrade left to
-// gpufleet and the nodes of the managed pools only (the pool label where
+// when a later render drops it, with the OFED driver's upgrade machine on
+// but moving only the nodes gpufleet releases, and the nodes of the managed pools only (the pool label where
 // two pools share a product).
 func TestNicClusterPolicyShape(t *testing.T) {
 	f := networkFleet(t, [2]string{"name = \"h200\"\nproduct = \"NVIDIA-H200\"\nnodes = 8\nmanaged-nics = true\ngpudirect-rdma = true\n",
@@ -106,7 +107,10 @@ func TestNicClusterPolicyShape(t *testing.T) {
 	}
 	spec := obj["spec"].(map[string]any)
 	ofed := spec["ofedDriver"].(map[string]any)
-	if diff := cmp.Diff(map[string]any{"autoUpgrade": false, "maxParallelUpgrades": int64(1)}, ofed["upgradePolicy"]); diff != "" {
+	// The operator's state machine on, its node limit and drain off: the
+	// lifecycle controller holds each node and drains it first.
+	wantUp := map[string]any{"autoUpgrade": true, "maxParallelUpgrades": int64(0), "drain": map[string]any{"enable": false}}
+	if diff := cmp.Diff(wantUp, ofed["upgradePolicy"]); diff != "" {
 		t.Errorf("ofedDriver.upgradePolicy (-want +got):\n%s", diff)
 	}
 	if ofed["version"] != "25.04-0.6.1.0-2" || ofed["repository"] != "nvcr.io/nvidia/mellanox" || ofed["image"] != "doca-driver" {
@@ -208,5 +212,63 @@ func TestNicClusterPolicyArgoCD(t *testing.T) {
 	want := map[string]any{"argocd.argoproj.io/sync-options": "Prune=false", "argocd.argoproj.io/sync-wave": "1"}
 	if diff := cmp.Diff(want, ann); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+}
+
+// TestDriverRolloutOFED: a cluster with managed NICs whose rollout release
+// names an OFED driver gets spec.ofed, its versions taken from the
+// promotion as the GPU driver's are (the previous falls back to the target
+// where the release rolled back to names none), peermem only where every
+// pool of the rollout uses GPUDirect RDMA, and the object passes gpufleet's
+// own CRD; a cluster without managed NICs gets none.
+func TestDriverRolloutOFED(t *testing.T) {
+	const (
+		old   = "25.04-0.6.1.0-2"
+		newer = "doca3.2.0-25.10-1.2.8.0-2"
+	)
+	rollout := [2]string{`stable = "r2026-06"`, "stable = \"r2026-06\"\nrollout = { release = \"r2026-10\", wave = \"staging\" }"}
+	ethPool := [2]string{"name = \"h200\"\nproduct = \"NVIDIA-H200\"\nnodes = 8\nmanaged-nics = true\ngpudirect-rdma = true\n",
+		"name = \"h200\"\nproduct = \"NVIDIA-H200\"\nnodes = 8\n"}
+	aborted := [2]string{rollout[0], "stable = \"r2026-06\"\nrollout = { release = \"r2026-10\", wave = \"staging\", aborted = true }"}
+	noOldOFED := [2]string{"ofed-driver = \"25.04-0.6.1.0-2\"   # the Network Operator's OFED (DOCA) driver\n", ""}
+	own := crdSet(t, filepath.Join("..", "..", "config", "crd", "bases", "gpufleet.io_driverrollouts.yaml"), false)
+	tests := []struct {
+		name    string
+		edits   [][2]string
+		cluster string
+		want    *v1alpha1.OFEDSpec
+	}{
+		{"at rest", nil, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old, Peermem: true}},
+		{"rolling out", [][2]string{rollout}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: old, Peermem: true}},
+		{"not reached yet", [][2]string{rollout}, "prod-h100-a", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old, Peermem: true}},
+		{"aborted", [][2]string{aborted}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: old, Peermem: true}},
+		{"the stable release names none", [][2]string{rollout, noOldOFED}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: newer, Peermem: true}},
+		{"the rollout release names none", [][2]string{noOldOFED}, "stg-h100", nil},
+		{"a pool without GPUDirect RDMA", [][2]string{ethPool}, "prod-h100-b", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old}},
+		{"no managed NICs", nil, "prod-a100", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := networkFleet(t, tt.edits...)
+			dr, err := DriverRollout(f, tt.cluster, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, dr.Spec.OFED); diff != "" {
+				t.Errorf("spec.ofed (-want +got):\n%s", diff)
+			}
+			out, err := Render(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj := decodeOne(t, out, "clusters/"+tt.cluster+"/lifecycle/driverrollout.yaml")
+			if _, has := obj["spec"].(map[string]any)["ofed"]; has != (tt.want != nil) {
+				t.Errorf("the rendered DriverRollout has spec.ofed %t, want %t", has, tt.want != nil)
+			}
+			objs, _ := crdcheck.DecodeObjects(out.Files["clusters/"+tt.cluster+"/lifecycle/driverrollout.yaml"])
+			for _, p := range own.Validate(t.Context(), objs[0]) {
+				t.Errorf("DriverRollout: %s: %s", p.Message(), p.Object())
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package fleettest
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -24,3 +25,15 @@ func ExampleWithoutStack(tb testing.TB) []byte {
 	}
 	return []byte(s[:i] + s[j:])
 }
+
+// WithoutOFEDDriver is a fleet file with no release naming an OFED driver:
+// what a fleet on the gpu-operator actuator must be where a pool manages
+// NICs (the GPU Operator's upgrade controller cannot share a maintenance
+// with the Network Operator's), so tests of that actuator can start from
+// the example.
+func WithoutOFEDDriver(src string) string {
+	return ofedDriverLine.ReplaceAllString(src, "")
+}
+
+// ofedDriverLine is a release's ofed-driver key, comment and all.
+var ofedDriverLine = regexp.MustCompile(`(?m)^ofed-driver *=.*\n`)
