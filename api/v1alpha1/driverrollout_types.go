@@ -242,8 +242,12 @@ type OFEDSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9._]*$`
 	PreviousVersion string `json:"previousVersion"`
-	// Peermem: the nodes' GPU workloads use GPUDirect RDMA, so a GPU
-	// driver pod is validated only with its PeermemContainer Ready.
+	// Peermem: GPU workloads of the rollout's nodes use GPUDirect RDMA,
+	// so a GPU driver pod started before its node's OFED last became
+	// Ready is restarted in the node's maintenance (its nvidia_peermem
+	// was loaded against the OFED replaced since). A driver pod is
+	// validated with its PeermemContainer wherever it has one, as its
+	// Ready condition covers every container.
 	// +optional
 	Peermem bool `json:"peermem,omitempty"`
 }

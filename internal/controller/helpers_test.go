@@ -283,7 +283,7 @@ func TestDriverState(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ready, failed := driverState(tt.pods, sel, "580.95.05", false)
+			ready, failed := driverState(tt.pods, sel, "580.95.05")
 			if ready != tt.wantReady || failed != tt.wantFa {
 				t.Errorf("driverState = ready %t failed %t, want %t %t", ready, failed, tt.wantReady, tt.wantFa)
 			}

@@ -74,27 +74,3 @@ func TestDriverOlderThan(t *testing.T) {
 		}
 	}
 }
-
-// TestDriverStatePeermem: with GPUDirect RDMA a driver pod is Ready only
-// with its peermem container.
-func TestDriverStatePeermem(t *testing.T) {
-	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
-	driver := func(containers ...string) []corev1.Pod {
-		return []corev1.Pod{pod("d", func(p *corev1.Pod) {
-			p.Labels = map[string]string{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver}
-			for _, c := range containers {
-				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "driver:580.95.05-ubuntu22.04"})
-			}
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		})}
-	}
-	if ready, _ := driverState(driver("nvidia-driver-ctr"), sel, "580.95.05", true); ready {
-		t.Error("a driver pod without peermem is Ready for an RDMA pool")
-	}
-	if ready, _ := driverState(driver("nvidia-driver-ctr", v1alpha1.PeermemContainer), sel, "580.95.05", true); !ready {
-		t.Error("a driver pod with peermem is not Ready")
-	}
-	if ready, _ := driverState(driver("nvidia-driver-ctr"), sel, "580.95.05", false); !ready {
-		t.Error("without RDMA peermem is required")
-	}
-}

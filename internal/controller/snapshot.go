@@ -170,14 +170,13 @@ func (r *Reconciler) observeWork(ctx context.Context, ro *v1alpha1.DriverRollout
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{indexPodNode: node.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list pods on node %s: %w", node.Name, err)
 	}
-	peermem := ro.Spec.OFED != nil && ro.Spec.OFED.Peermem
 	switch phase {
 	case v1alpha1.NodeInstalling, v1alpha1.NodeValidating:
-		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion, peermem)
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
 	case v1alpha1.NodeRollingBack:
-		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.PreviousVersion, peermem)
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.PreviousVersion)
 	case v1alpha1.NodeSoaking:
-		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion, peermem)
+		n.DriverReady, n.DriverFailed = driverState(pods.Items, r.driverPods(), ro.Spec.TargetVersion)
 		sigs, err := r.signals(ctx, ro, node, n.Since, now)
 		if err != nil {
 			return err
@@ -306,15 +305,14 @@ var waitingFailures = []string{
 }
 
 // driverState reports whether the node's driver pod for version is Ready,
-// and whether it failed to install. A driver pod is one sel matches. With
-// peermem (GPUDirect RDMA) a pod is Ready only with its
-// v1alpha1.PeermemContainer: a driver pod without it was rendered without
-// RDMA, and the node's RDMA workloads would find no nvidia_peermem. A pod
+// and whether it failed to install. A driver pod is one sel matches; its
+// Ready condition covers every container, the GPUDirect RDMA sidecar
+// (v1alpha1.PeermemContainer) where the pod has one. A pod
 // known to be of another version does not count, so the old driver's pod
 // lingering for a moment after the label flip is not taken for the new one:
 // its node selector names another driver version (the DaemonSet of another
 // NVIDIADriver), or its image tag starts with another version.
-func driverState(pods []corev1.Pod, sel labels.Selector, version string, peermem bool) (ready, failed bool) {
+func driverState(pods []corev1.Pod, sel labels.Selector, version string) (ready, failed bool) {
 	for i := range pods {
 		p := &pods[i]
 		if !sel.Matches(labels.Set(p.Labels)) || p.DeletionTimestamp != nil {
@@ -330,7 +328,7 @@ func driverState(pods []corev1.Pod, sel labels.Selector, version string, peermem
 			failed = true
 			continue
 		}
-		if podReady(p) && (!peermem || hasContainer(p, v1alpha1.PeermemContainer)) {
+		if podReady(p) {
 			ready = true
 		}
 	}
@@ -388,15 +386,6 @@ func podDriverVersion(p *corev1.Pod) string {
 }
 
 func isDigitOrDot(b byte) bool { return b == '.' || (b >= '0' && b <= '9') }
-
-func hasContainer(p *corev1.Pod, name string) bool {
-	for _, c := range p.Spec.Containers {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
 
 // imageTag is an image reference's tag, "" when it names none (a digest
 // alone names no tag).

@@ -55,10 +55,13 @@ func driverRolloutOf(p clusterPlan) *v1alpha1.DriverRollout {
 // such a release leaves the NicClusterPolicy as it was (see
 // nicClusterPolicy), so render knows no older version to go back to.
 //
-// The rollout spans every GPU node of the cluster, so peermem (its GPU
-// driver pods are validated with nvidia_peermem loaded) is set only where
-// every pool uses GPUDirect RDMA: the NVIDIADriver of a pool without it
-// has no peermem container, and its nodes could never validate.
+// The rollout spans every GPU node of the cluster, so peermem (a GPU
+// driver pod loaded before its node's OFED is restarted after it) is set
+// where any pool uses GPUDirect RDMA: a stale nvidia_peermem breaks that
+// pool's multi-node jobs, while restarting a driver pod without it costs a
+// node already drained nothing but the reload. A driver pod is validated
+// with its peermem container wherever the pool's NVIDIADriver gave it one
+// (its Ready condition covers every container).
 func ofedRollout(p clusterPlan) *v1alpha1.OFEDSpec {
 	if p.rollout.OFEDDriver == "" || !p.cluster.ManagesNICs() {
 		return nil
@@ -67,9 +70,9 @@ func ofedRollout(p clusterPlan) *v1alpha1.OFEDSpec {
 	if previous == "" {
 		previous = p.rollout.OFEDDriver
 	}
-	peermem := true
+	peermem := false
 	for _, pool := range p.cluster.Pools {
-		peermem = peermem && pool.GPUDirectRDMA
+		peermem = peermem || pool.GPUDirectRDMA
 	}
 	return &v1alpha1.OFEDSpec{TargetVersion: p.rollout.OFEDDriver, PreviousVersion: previous, Peermem: peermem}
 }

@@ -218,8 +218,8 @@ func TestNicClusterPolicyArgoCD(t *testing.T) {
 // TestDriverRolloutOFED: a cluster with managed NICs whose rollout release
 // names an OFED driver gets spec.ofed, its versions taken from the
 // promotion as the GPU driver's are (the previous falls back to the target
-// where the release rolled back to names none), peermem only where every
-// pool of the rollout uses GPUDirect RDMA, and the object passes gpufleet's
+// where the release rolled back to names none), peermem where any pool of
+// the rollout uses GPUDirect RDMA, and the object passes gpufleet's
 // own CRD; a cluster without managed NICs gets none.
 func TestDriverRolloutOFED(t *testing.T) {
 	const (
@@ -244,7 +244,7 @@ func TestDriverRolloutOFED(t *testing.T) {
 		{"aborted", [][2]string{aborted}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: old, Peermem: true}},
 		{"the stable release names none", [][2]string{rollout, noOldOFED}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: newer, Peermem: true}},
 		{"the rollout release names none", [][2]string{noOldOFED}, "stg-h100", nil},
-		{"a pool without GPUDirect RDMA", [][2]string{ethPool}, "prod-h100-b", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old}},
+		{"a pool without GPUDirect RDMA beside one with it", [][2]string{ethPool}, "prod-h100-b", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old, Peermem: true}},
 		{"no managed NICs", nil, "prod-a100", nil},
 	}
 	for _, tt := range tests {
