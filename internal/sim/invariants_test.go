@@ -134,6 +134,7 @@ func randomConfig(seed uint64) sim.Hooked {
 		}
 	}
 	cfg := sim.Hooked{Config: sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}}
+	addOFED(seed, &cfg.Config)
 	addRivals(seed, &cfg)
 	addJoiners(seed, &cfg.Config)
 	return cfg
@@ -182,6 +183,7 @@ func TestInvariantsRandomized(t *testing.T) {
 	phases := map[v1alpha1.RolloutPhase]int{}
 	var cov coverage
 	var joins joinCoverage
+	var ofed ofedCoverage
 	racing, rivals := 0, 0
 	for seed := range uint64(n) {
 		cfg := randomConfig(seed)
@@ -191,7 +193,7 @@ func TestInvariantsRandomized(t *testing.T) {
 		if len(cfg.Script) > 0 {
 			rivals++
 		}
-		res := mustHoldInvariants(t, seed, cfg, cov.observe, joins.observe)
+		res := mustHoldInvariants(t, seed, cfg, cov.observe, joins.observe, ofed.observe)
 		phases[res.Phase]++
 	}
 	// The random configurations must reach every way a rollout ends, and
@@ -209,6 +211,8 @@ func TestInvariantsRandomized(t *testing.T) {
 	if n >= 200 && (joins.joinedTarget == 0 || joins.joinedPrevious == 0 || joins.joinedRunning == 0) {
 		t.Errorf("the joining nodes reached too little: %+v", joins)
 	}
+	ofed.check(t, n)
+	t.Logf("OFED: %+v", ofed)
 	t.Logf("%d runs (%d racing): %v; steps reporting an overlap %d, writes refused on a precondition %d, nodes released by a deletion %d, cordoned nodes settled Done %d; joins %+v",
 		n, racing, phases, cov.overlaps, cov.refused, cov.released, cov.settledCordoned, joins)
 }

@@ -18,7 +18,8 @@ import (
 //     (nobody else lifts it mid-way), and a rollout drains a node at most
 //     once: one cordon and drain for both drivers;
 //   - the GPU driver label flips to the target only on a node whose OFED
-//     is through (the target, Ready, mofed.wait=false, upgrade-done);
+//     is through (the target, Ready, mofed.wait=false, upgrade-done), a
+//     join aside;
 //   - a release whose OFED target is its previous never releases a hold,
 //     and a hold is released only into Installing or RollingBack.
 
@@ -75,7 +76,12 @@ func (c *Checker) ofedRules(s sim.Step) {
 			}
 		}
 		b := before[t.Node]
-		if b == nil || t.Driver != spec.TargetVersion || b.Labels[v1alpha1.LabelDriver] == spec.TargetVersion {
+		// A join labels a new node (its GPU driver pod waits for its
+		// OFED, as every new node's does) or what a node runs: no flip.
+		// A rollback's label is the previous driver's, whatever the
+		// versions are: only an install or a settle flips to the target.
+		install := t.To == v1alpha1.NodeInstalling || (t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone)
+		if b == nil || t.Join || !install || t.Driver != spec.TargetVersion || b.Labels[v1alpha1.LabelDriver] == spec.TargetVersion {
 			continue
 		}
 		st := b.Labels[v1alpha1.LabelOFEDUpgradeState]
