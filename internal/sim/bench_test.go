@@ -31,6 +31,32 @@ func BenchmarkRollout5000Nodes(b *testing.B) {
 	}
 }
 
+// BenchmarkRolloutOFED5000Nodes is BenchmarkRollout5000Nodes for a release
+// of both drivers (spec.ofed, GPUDirect RDMA): every pass plans from every
+// node (planner.Compact is off with spec.ofed) and the Network Operator is
+// played per node. It fails unless each node was drained once.
+func BenchmarkRolloutOFED5000Nodes(b *testing.B) {
+	ro := pt.Rollout("r").OFED(true).Canary(2).AutoApprove().Parallel(50).MaxUnavailablePercent("2%").Budget(100).Build()
+	nodes := sim.Nodes(5000, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
+	sim.RunOFED(nodes, pt.OFEDPrevious)
+	prof := sim.DefaultProfile()
+	prof.InstallFailRate, prof.XIDRate = 0.002, 0.002
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := sim.Run(sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: 1, Profile: prof, Tick: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for n, d := range res.Drains() {
+			if d != 1 {
+				b.Fatalf("%s drained %d times", n, d)
+			}
+		}
+		b.ReportMetric(res.Makespan.Hours(), "sim-hours")
+		b.ReportMetric(float64(res.Steps), "steps")
+	}
+}
+
 // BenchmarkRefillVsLockstep compares, on identical random durations, the
 // makespan of refilling a slot as soon as a node finishes with classic
 // lockstep batches that wait for their slowest node.
