@@ -311,7 +311,7 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 			}
 		})
 	}
-	for _, tt := range append(rivalBreaks(), joinBreaks()...) {
+	for _, tt := range append(append(rivalBreaks(), joinBreaks()...), ofedBreaks()...) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg()
 			if v := runChecked(t, cfg); len(v) > 0 {

@@ -363,26 +363,28 @@ func (w *World) driverCanBeReady(i int) bool {
 // (the DaemonSet's), and ofedLeave, called before the node's labels go,
 // takes it away with the node.
 func (w *World) ofedJoin(i int) {
-	if w.net == nil {
-		return
+	if w.ofedGone(i) {
+		w.ofedLook(i)
 	}
-	n := &w.nodes[i]
-	n.OFEDVersion, n.OFEDReady, n.OFEDFailed, n.DriverStale = "", false, false, false
-	w.net.step[i]++
-	w.ofedLook(i)
 }
 
 func (w *World) ofedLeave(i int) {
+	if w.ofedGone(i) && v1alpha1.OperatorUpgrading(w.nodes[i].Labels[v1alpha1.LabelOFEDUpgradeState]) {
+		w.net.inProgress-- // its labels go with it: its slot is free
+	}
+}
+
+// ofedGone drops node i's OFED pod (and what was under way for it); false
+// in a world without the Network Operator.
+func (w *World) ofedGone(i int) bool {
 	if w.net == nil {
-		return
+		return false
 	}
 	n := &w.nodes[i]
 	n.OFEDVersion, n.OFEDReady, n.OFEDFailed, n.DriverStale = "", false, false, false
 	w.net.step[i]++
 	delete(w.net.waiting, i)
-	if v1alpha1.OperatorUpgrading(n.Labels[v1alpha1.LabelOFEDUpgradeState]) {
-		w.net.inProgress-- // its labels go with it: its slot is free
-	}
+	return true
 }
 
 // takeOFEDPods returns the OFED pods started since the last call.
