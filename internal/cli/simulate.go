@@ -82,6 +82,15 @@ shown. Then it says what the operator's path cannot do: no per-node rollback
 (the driver DaemonSet has one version; going back means reverting the release
 for the pool), quarantine only by label and taint.
 
+When the release moves the Network Operator's OFED driver too (it names an
+ofed-driver and a pool has managed-nics), --compare adds two columns: gpufleet
+moving both drivers in one maintenance per node (OFED first, then the GPU
+driver, one cordon and drain), and the same move as two separate rollouts
+(OFED alone first, then the GPU driver with OFED unchanged), with the same
+policy, seed and jobs. The row "drains per node" says how many times each
+node was drained (mean, max); makespan and the work destroyed add both
+rollouts up.
+
 Without --cluster every cluster is rehearsed. --svg writes a timeline picture:
 one row per node, coloured by phase, with the times nodes may start shaded.`,
 		Example: `  gpufleet simulate -f fleet.toml --cluster prod-h100-b
@@ -113,7 +122,7 @@ one row per node, coloured by phase, with the times nodes may start shaded.`,
 	f.StringVar(&o.svg, "svg", "", "write a timeline picture to this file (one cluster only)")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print every transition with its reason")
-	f.BoolVar(&o.compare, "compare", false, "rehearse gpufleet (cheapest nodes first), gpufleet in node-name order and the gpu-operator actuator with the same policy and jobs, side by side, and say what the operator's path cannot do")
+	f.BoolVar(&o.compare, "compare", false, "rehearse gpufleet (cheapest nodes first), gpufleet in node-name order and the gpu-operator actuator with the same policy and jobs, side by side, and say what the operator's path cannot do; a release moving OFED too adds both drivers in one maintenance against two separate rollouts")
 	return cmd
 }
 

@@ -223,3 +223,23 @@ func TestOFEDMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestOFEDTargetNotThroughHoldsTheDriverLabel: a drained node whose OFED
+// pod runs the target already but is not through (a failed pod the
+// Network Operator left, say after the rollout that released it was
+// deleted) goes Installing without its GPU driver label flipped, and then
+// fails in its OFED step; one whose target pod is still coming up waits.
+func TestOFEDTargetNotThroughHoldsTheDriverLabel(t *testing.T) {
+	ro := pt.Rollout("r").OFED(true).Build()
+	node := func() *pt.NodeBuilder { return pt.Node("gpu-00").Owner("r") }
+	for _, failed := range []bool{true, false} {
+		r := plan(ro, node().OFEDNotReady(pt.OFEDTarget, failed).In(v1alpha1.NodeDraining, ago(time.Minute)).Drained().Build())
+		wantBriefs(t, r, "gpu-00", "Draining→Draining [hold-ofed]", "Draining→Installing [] drained in 1m; OFED "+pt.OFEDTarget+" not through yet (OFED pod "+pt.OFEDTarget)
+		r = plan(ro, node().OFEDNotReady(pt.OFEDTarget, failed).In(v1alpha1.NodeInstalling, ago(time.Minute)).Build())
+		if failed {
+			wantBriefs(t, r, "gpu-00", "Installing→RollingBack [failure driver="+pt.Previous+"] OFED "+pt.OFEDTarget+" failed to install")
+		} else if len(r.Transitions) != 0 {
+			t.Fatalf("OFED coming up: %v", briefs(r.Transitions))
+		}
+	}
+}

@@ -135,6 +135,15 @@ func (p *planner) draining(w *work) {
 		p.move(w, v1alpha1.NodeInstalling, p.releaseOFEDReason(w), func(t *Transition) { t.ReleaseOFED = true })
 		return
 	}
+	if !p.ofedThrough(w) {
+		// Its OFED pod is the target's already but not through (not
+		// Ready, failed, the Network Operator not done with it): the
+		// GPU driver label waits for it all the same (installingOFED),
+		// or the node fails in its OFED step.
+		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; OFED %s not through yet (%s): driver %s once it is",
+			p.elapsed(w), p.spec.OFED.TargetVersion, p.ofedProgress(w), p.spec.TargetVersion), nil)
+		return
+	}
 	p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
 		t.Driver = p.spec.TargetVersion
 	})

@@ -45,6 +45,10 @@ const (
 // faults in each, and the nodes run the same jobs.
 type Comparison struct {
 	Cluster string `json:"cluster"`
+	// OFED is the OFED driver move of a rollout that moves both drivers
+	// ("previous → target"), whose comparison adds the two drivers moved
+	// by two separate rollouts; empty otherwise.
+	OFED string `json:"ofed,omitempty"`
 	// Runs are one rehearsal per way, in the order of the table's columns.
 	Runs []ActuatorRun `json:"runs"`
 }
@@ -61,6 +65,12 @@ type ActuatorRun struct {
 	// Limits are what this path cannot do (OperatorLimits for the
 	// operator's).
 	Limits []string `json:"limits,omitempty"`
+	// Drains are the drains per node it took, when the rollout moves
+	// OFED too (Comparison.OFED).
+	Drains *DrainStats `json:"drainsPerNode,omitempty"`
+	// Separate are the two rollouts of the separate column, OFED's then
+	// the GPU driver's; Rehearsal adds them up.
+	Separate []Rehearsal `json:"separateRollouts,omitempty"`
 }
 
 // way is one way of moving a cluster's nodes that a comparison rehearses.
@@ -73,6 +83,12 @@ type way struct {
 	blind bool
 	order Order
 	title string
+	// ofedOnly and gpuOnly split a release of both drivers in two
+	// rollouts (rehearseSeparately): the OFED driver alone, the GPU
+	// driver staying; then the GPU driver alone, OFED on the target.
+	ofedOnly, gpuOnly bool
+	// ofed moves the OFED driver too, in the GPU driver's maintenance.
+	ofed bool
 }
 
 // comparedWays are the columns of a comparison. The fixed order shows
@@ -132,6 +148,17 @@ func (o Options) Compare(_ context.Context) ([]Comparison, error) {
 			}
 			cmp.Runs = append(cmp.Runs, run)
 		}
+		if err := o.withSeparate(&cmp, release); err != nil {
+			return nil, err
+		}
+		if cmp.OFED != "" {
+			for k := range cmp.Runs {
+				if cmp.Runs[k].Drains == nil {
+					d := drainStats(cmp.Runs[k].Rehearsal.result.Drains())
+					cmp.Runs[k].Drains = &d
+				}
+			}
+		}
 		out = append(out, cmp)
 	}
 	return out, nil
@@ -169,6 +196,9 @@ func (o Options) rehearseWith(cluster, release string, w way) (Rehearsal, error)
 	if w.actuator != "" {
 		ro.Spec.Actuator = w.actuator
 	}
+	if ro.Spec.OFED == nil && (w.ofed || w.ofedOnly || w.gpuOnly) {
+		ro.Spec.OFED = ofedSpec(f, cluster, release)
+	}
 	if ro.Spec.Actuator == v1alpha1.ActuatorGPUOperator && ro.Spec.MaintenanceDomain != nil {
 		// The planner refuses a domain on the operator's path, as the
 		// fleet file does (no domain could return as one unit): compared
@@ -181,7 +211,19 @@ func (o Options) rehearseWith(cluster, release string, w way) (Rehearsal, error)
 	if previous == "" {
 		previous = target
 	}
-	nodes := o.nodes(f.Clusters[cluster], p, previous)
+	start := previous
+	if ofed := ro.Spec.OFED; ofed != nil {
+		switch {
+		case w.ofedOnly: // the GPU driver stays
+			ro.Spec.TargetVersion, target = previous, previous
+		case w.gpuOnly: // OFED moved by the rollout before
+			ofed.PreviousVersion = ofed.TargetVersion
+		}
+	}
+	nodes := o.nodes(f.Clusters[cluster], p, start)
+	if ofed := ro.Spec.OFED; ofed != nil {
+		sim.RunOFED(nodes, ofed.PreviousVersion)
+	}
 	if len(nodes) == 0 {
 		return Rehearsal{}, errors.New("the cluster has no GPU nodes: give --nodes")
 	}

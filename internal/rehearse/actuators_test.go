@@ -21,10 +21,10 @@ func TestCompareRunsBothActuatorsOnTheSameNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 1 || len(all[0].Runs) != 2 {
+	if len(all) != 1 || len(actuatorRuns(all[0])) != 2 {
 		t.Fatalf("comparisons %+v, want one cluster with two runs", all)
 	}
-	g, o := all[0].Runs[0], all[0].Runs[1]
+	g, o := actuatorRuns(all[0])[0], actuatorRuns(all[0])[1]
 	if g.Actuator != v1alpha1.ActuatorGPUFleet || o.Actuator != v1alpha1.ActuatorGPUOperator {
 		t.Fatalf("actuators %s, %s", g.Actuator, o.Actuator)
 	}

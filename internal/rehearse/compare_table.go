@@ -28,6 +28,9 @@ func WriteComparisons(w io.Writer, all []Comparison) error {
 		if work {
 			fmt.Fprintf(head, "workload\tthe same jobs in every run: %s\n", first.Workload)
 		}
+		if c.OFED != "" {
+			fmt.Fprintf(head, "ofed\t%s: in one maintenance per node with the GPU driver, or in two rollouts (OFED first)\n", c.OFED)
+		}
 		if err := head.Flush(); err != nil {
 			return err
 		}
@@ -73,6 +76,14 @@ func writeComparisonTable(w io.Writer, c Comparison, work bool) error {
 	}
 	row("outcome", report(func(r *Rehearsal) string { return string(r.Report.Outcome) }))
 	row("makespan", report(func(r *Rehearsal) string { return ShortDuration(time.Duration(r.Report.Makespan)) }))
+	if c.OFED != "" {
+		row("drains per node (mean, max)", func(r *ActuatorRun) string {
+			if r.Drains == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f, %d", r.Drains.Mean, r.Drains.Max)
+		})
+	}
 	row("efficiency", report(func(r *Rehearsal) string { return fmt.Sprintf("%.0f%%", 100*r.Report.Efficiency) }))
 	row("done", report(func(r *Rehearsal) string { return fmt.Sprint(r.Report.Done) }))
 	row("rolled back", report(func(r *Rehearsal) string { return fmt.Sprint(r.Report.RolledBack) }))

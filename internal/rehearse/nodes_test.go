@@ -117,7 +117,7 @@ func TestCompareDomainPolicy(t *testing.T) {
 			t.Errorf("%s: %s, %d of %d done: %s", r.Title, rep.Outcome, rep.Done, rep.Nodes, rep.Reason)
 		}
 	}
-	op := all[0].Runs[len(all[0].Runs)-1]
+	op := actuatorRuns(all[0])[len(actuatorRuns(all[0]))-1]
 	if op.Actuator != v1alpha1.ActuatorGPUOperator || !slices.Contains(op.Limits, operatorDomainLimit) {
 		t.Errorf("operator run %s, limits %q: want the domain limit", op.Actuator, op.Limits)
 	}

@@ -62,7 +62,7 @@ func TestCompareOrdersOnTheSameJobs(t *testing.T) {
 			Title    string
 		}
 		var got []column
-		for _, r := range all[0].Runs {
+		for _, r := range actuatorRuns(all[0]) {
 			got = append(got, column{r.Actuator, r.Order, r.Title})
 			if r.Rehearsal.Report.Workload == nil || r.Rehearsal.Workload != all[0].Runs[0].Rehearsal.Workload {
 				t.Fatalf("seed %d, %s: workload %q %+v, want the same jobs as the first run", seed, r.Title, r.Rehearsal.Workload, r.Rehearsal.Report.Workload)
@@ -112,7 +112,7 @@ func TestCompareWithoutJobsHasTwoColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := all[0].Runs
+	runs := actuatorRuns(all[0])
 	if len(runs) != 2 || runs[0].Title != "gpufleet" || runs[1].Title != "gpu-operator" {
 		t.Fatalf("runs %+v, want gpufleet and gpu-operator", runs)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 
 	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
@@ -18,6 +19,12 @@ import (
 func BenchmarkRollout5000Nodes(b *testing.B) {
 	ro := pt.Rollout("r").Canary(2).AutoApprove().Parallel(50).MaxUnavailablePercent("2%").Budget(100).Build()
 	nodes := sim.Nodes(5000, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
+	bench5000(b, ro, nodes, func(*sim.Result) {})
+}
+
+// bench5000 runs ro over nodes as the 5,000-node benchmarks do, checking
+// each result with check.
+func bench5000(b *testing.B, ro *v1alpha1.DriverRollout, nodes []planner.Node, check func(*sim.Result)) {
 	prof := sim.DefaultProfile()
 	prof.InstallFailRate, prof.XIDRate = 0.002, 0.002
 	b.ReportAllocs()
@@ -26,9 +33,27 @@ func BenchmarkRollout5000Nodes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		check(res)
 		b.ReportMetric(res.Makespan.Hours(), "sim-hours")
 		b.ReportMetric(float64(res.Steps), "steps")
 	}
+}
+
+// BenchmarkRolloutOFED5000Nodes is BenchmarkRollout5000Nodes for a release
+// of both drivers (spec.ofed, GPUDirect RDMA): every pass plans from every
+// node (planner.Compact is off with spec.ofed) and the Network Operator is
+// played per node. It fails unless each node was drained once.
+func BenchmarkRolloutOFED5000Nodes(b *testing.B) {
+	ro := pt.Rollout("r").OFED(true).Canary(2).AutoApprove().Parallel(50).MaxUnavailablePercent("2%").Budget(100).Build()
+	nodes := sim.Nodes(5000, "gpu", map[string]string{v1alpha1.LabelPool: pt.Pool}, pt.Previous)
+	sim.RunOFED(nodes, pt.OFEDPrevious)
+	bench5000(b, ro, nodes, func(res *sim.Result) {
+		for n, d := range res.Drains() {
+			if d != 1 {
+				b.Fatalf("%s drained %d times", n, d)
+			}
+		}
+	})
 }
 
 // BenchmarkRefillVsLockstep compares, on identical random durations, the

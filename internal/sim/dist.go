@@ -47,6 +47,14 @@ type Profile struct {
 	// RollbackFailRate is the chance the rollback fails too.
 	RollbackFailRate float64
 
+	// OFEDInstall is how long a node's new OFED pod takes to become Ready
+	// once the Network Operator restarts it (rollouts with spec.ofed);
+	// zero: DefaultOFEDInstall.
+	OFEDInstall Dist
+	// BadOFED is an OFED version that never becomes Ready on any node
+	// (its pod crash-loops, the node goes upgrade-failed); empty for none.
+	BadOFED string
+
 	// NotReadyRate is the chance that a node goes NotReady at some time in
 	// the first NotReadyWithin of the run, for NotReadyFor.
 	NotReadyRate   float64
@@ -70,6 +78,8 @@ func DefaultProfile() Profile {
 		Install:  Dist{Median: 8 * time.Minute, Spread: 0.3},
 		Report:   Dist{Median: time.Minute, Spread: 0.3},
 		Rollback: Dist{Median: 8 * time.Minute, Spread: 0.3},
+
+		OFEDInstall: Dist{Median: DefaultOFEDInstall, Spread: 0.3},
 
 		NotReadyWithin:    24 * time.Hour,
 		NotReadyFor:       Dist{Median: 30 * time.Minute, Spread: 0.5},

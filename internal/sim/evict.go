@@ -33,6 +33,7 @@ type drainWait struct {
 // workload the GPU pods go at once, unless the rollout waits for the jobs
 // on it that it names: then the drain waits for them first.
 func (w *World) startDrain(i int, r *simRollout) {
+	w.drains[i]++
 	g := w.gen[i]
 	if m := w.work; m != nil {
 		m.clock = w.now

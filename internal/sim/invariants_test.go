@@ -64,7 +64,14 @@ func randomPolicy(r *rand.Rand, name string) *pt.RolloutBuilder {
 // failing installs and rollbacks, XIDs, wrong versions, nodes going
 // NotReady, admins cordoning, windows, freezes, remediation labels, and a
 // script of approvals (right and wrong), pauses and aborts.
-func randomConfig(seed uint64) sim.Hooked {
+func randomConfig(seed uint64) sim.Hooked { return randomConfigWith(seed, false) }
+
+// randomConfigWith is randomConfig, moving OFED too in a third of the
+// configurations when ofed is set (addOFED). Only TestInvariantsRandomized
+// sets it for now: with maintenance domains (TestDomainInvariantsRandomized
+// seed 193) and in the lower bound (which counts no OFED time) OFED runs do
+// not hold yet.
+func randomConfigWith(seed uint64, ofed bool) sim.Hooked {
 	r := rand.New(rand.NewPCG(seed, 42))
 	name := "r" + strconv.FormatUint(seed, 10)
 	b := randomPolicy(r, name)
@@ -134,6 +141,9 @@ func randomConfig(seed uint64) sim.Hooked {
 		}
 	}
 	cfg := sim.Hooked{Config: sim.Config{Rollout: ro, Nodes: nodes, Start: monday, Seed: seed, Profile: prof, Script: script}}
+	if ofed {
+		addOFED(seed, &cfg.Config) // before the rivals: they move the same OFED
+	}
 	addRivals(seed, &cfg)
 	addJoiners(seed, &cfg.Config)
 	return cfg
@@ -182,16 +192,17 @@ func TestInvariantsRandomized(t *testing.T) {
 	phases := map[v1alpha1.RolloutPhase]int{}
 	var cov coverage
 	var joins joinCoverage
+	var ofed ofedCoverage
 	racing, rivals := 0, 0
 	for seed := range uint64(n) {
-		cfg := randomConfig(seed)
+		cfg := randomConfigWith(seed, true)
 		if cfg.Racing {
 			racing++
 		}
 		if len(cfg.Script) > 0 {
 			rivals++
 		}
-		res := mustHoldInvariants(t, seed, cfg, cov.observe, joins.observe)
+		res := mustHoldInvariants(t, seed, cfg, cov.observe, joins.observe, ofed.observe)
 		phases[res.Phase]++
 	}
 	// The random configurations must reach every way a rollout ends, and
@@ -209,6 +220,8 @@ func TestInvariantsRandomized(t *testing.T) {
 	if n >= 200 && (joins.joinedTarget == 0 || joins.joinedPrevious == 0 || joins.joinedRunning == 0) {
 		t.Errorf("the joining nodes reached too little: %+v", joins)
 	}
+	ofed.check(t, n)
+	t.Logf("OFED: %+v", ofed)
 	t.Logf("%d runs (%d racing): %v; steps reporting an overlap %d, writes refused on a precondition %d, nodes released by a deletion %d, cordoned nodes settled Done %d; joins %+v",
 		n, racing, phases, cov.overlaps, cov.refused, cov.released, cov.settledCordoned, joins)
 }
@@ -307,7 +320,7 @@ func TestInvariantsCatchBrokenPlanners(t *testing.T) {
 			}
 		})
 	}
-	for _, tt := range append(rivalBreaks(), joinBreaks()...) {
+	for _, tt := range append(append(rivalBreaks(), joinBreaks()...), ofedBreaks()...) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg()
 			if v := runChecked(t, cfg); len(v) > 0 {

@@ -338,6 +338,7 @@ func (w *World) operatorDrain(i int) {
 	// The operator deletes the node's GPU pods before it drains: it waits
 	// for no job (no job selector is set).
 	w.evictAll(i, true)
+	w.drains[i]++
 	m := w.op
 	f := w.fates[i]
 	g := m.step[i]

@@ -61,6 +61,9 @@ func addRivals(seed uint64, cfg *sim.Hooked) {
 		if r.IntN(3) == 0 {
 			ro.Spec.TargetVersion = "590.10.01"
 		}
+		// The cluster has one NicClusterPolicy: every rollout of it
+		// that moves OFED moves it to the same version.
+		ro.Spec.OFED = cfg.Rollout.Spec.OFED.DeepCopy()
 		switch r.IntN(3) {
 		case 0: // the same pool
 		case 1: // a superset: both pools

@@ -38,6 +38,9 @@ func run(cfg Config, h hooks) (*Result, error) {
 	for ; r.res.Steps < maxSteps; r.res.Steps++ {
 		r.fireDue()
 		rd := r.passes()
+		// The Network Operator reacts to the passes' writes (a released
+		// OFED hold) at once, as it watches node labels.
+		r.w.networkPass()
 		if rd.first {
 			r.notePhase()
 		}
@@ -358,7 +361,7 @@ type observed struct {
 func (r *runner) observe(ro *simRollout, rd *reading, res planner.Result, refused int, seen observed) {
 	w := r.w
 	r.hooks.Observe(Step{At: w.now, Rollout: ro.ro.DeepCopy(), Before: seen.before, After: w.viewFor(ro.ro.Name), Result: res,
-		Others: rd.others, Truth: seen.truth, CordonsBefore: seen.cordons, CordonsAfter: w.cordons(), Refused: refused})
+		Others: rd.others, Truth: seen.truth, CordonsBefore: seen.cordons, CordonsAfter: w.cordons(), Refused: refused, OFEDPods: w.takeOFEDPods()})
 }
 
 // waits reports whether rollout ro, as its last pass left it, is finished

@@ -60,6 +60,15 @@ func TestGoldenTranscripts(t *testing.T) {
 			want:    v1alpha1.PhaseCompleted,
 		},
 		{
+			// OFED and the GPU driver in one maintenance per node: held,
+			// drained once, OFED replaced by the Network Operator (the
+			// node left cordoned), then the GPU driver flipped.
+			name:    "ofed-and-driver-one-maintenance",
+			rollout: pt.Rollout("r1").OFED(true).Canary(1).Approved().Parallel(2).MaxUnavailable(2).Build(),
+			nodes:   ofedNodes(3, pt.Previous),
+			want:    v1alpha1.PhaseCompleted,
+		},
+		{
 			name: "window-closed-nothing-starts",
 			// Starts on a Monday morning; the window is Saturday night in
 			// Paris (UTC+2 in June), so the first node starts Sat 20:00 UTC.

@@ -119,6 +119,11 @@ type Step struct {
 	// Released are the nodes released because Rollout was deleted; such a
 	// step has no Result.
 	Released []string
+	// OFEDPods are the OFED pods the Network Operator started since the
+	// step before, each with the node as it was then (the world's own
+	// record: a pod replaced and Ready again between two steps shows in
+	// no node).
+	OFEDPods []OFEDPod
 }
 
 // Event is a scripted change of the world at Start+At.
@@ -163,6 +168,19 @@ type Result struct {
 	// without one.
 	Workload *WorkloadResult
 	world    *World
+}
+
+// Drains are how many times each node was drained during the run (by the
+// rollout, or by the GPU Operator on its path), for the nodes drained at
+// least once.
+func (r *Result) Drains() map[string]int {
+	out := map[string]int{}
+	for i, d := range r.world.drains {
+		if d > 0 {
+			out[r.world.nodes[i].Name] = d
+		}
+	}
+	return out
 }
 
 // ViewOf returns the nodes at the end as the controller of the live

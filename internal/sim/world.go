@@ -77,6 +77,11 @@ type World struct {
 	// op plays the GPU Operator's upgrade controller when the first
 	// rollout has the gpu-operator actuator (operator.go); nil otherwise.
 	op *operatorModel
+	// net plays the Network Operator's OFED upgrade controller when the
+	// first rollout moves OFED too (ofed.go); nil otherwise.
+	net *networkModel
+	// drains counts each node's drains, whoever drained it.
+	drains []int
 	// work are the jobs of Config.Workload on the nodes (jobs.go); nil
 	// without a workload.
 	work *jobs
@@ -115,6 +120,7 @@ func newWorld(cfg Config, observe func(Step)) *World {
 	w.gen = make([]int, len(w.nodes))
 	w.version = make([]int, len(w.nodes))
 	w.holder = make([]string, len(w.nodes))
+	w.drains = make([]int, len(w.nodes))
 	p := cfg.Profile
 	for i := range w.nodes {
 		w.index[w.nodes[i].Name] = i
@@ -143,6 +149,7 @@ func newWorld(cfg Config, observe func(Step)) *World {
 		w.scheduleNoise(i)
 	}
 	w.op = newOperatorModel(w)
+	w.net = newNetworkModel(w, cfg.Seed)
 	if cfg.Workload != nil {
 		// After the fates: the jobs draw from streams of their own.
 		w.work = newJobs(w, cfg.Workload, cfg.Seed)
@@ -338,6 +345,9 @@ func (w *World) bump(i int) {
 	if w.op != nil {
 		w.op.changed = append(w.op.changed, i)
 	}
+	if w.net != nil {
+		w.net.changed = append(w.net.changed, i)
+	}
 }
 
 // AdminCordon cordons a node as an admin would. A node a rollout is working
@@ -388,6 +398,7 @@ func (w *World) Join(name string, labels map[string]string, driver string) {
 	n.Drained, n.DriverFailed, n.Signals = false, false, nil
 	n.DriverVersion, n.DriverReady = driver, driver != ""
 	n.Ready = true
+	w.ofedJoin(i)
 	if w.holder[i] != "admin" {
 		// A new Node object: no rollout's cordon survives it (an admin
 		// may register a node cordoned, which stays).
@@ -408,6 +419,7 @@ func (w *World) Leave(name string) {
 	}
 	n := &w.nodes[i]
 	w.evictAll(i, false) // its pods go with it, not the rollout's doing
+	w.ofedLeave(i)
 	w.gen[i]++
 	n.Labels = map[string]string{}
 	n.Owner, n.Phase, n.Since, n.Failed, n.AdminCordoned = "", "", time.Time{}, false, false
@@ -527,6 +539,7 @@ func (w *World) actuate(r *simRollout, t planner.Transition) {
 	if t.Driver != "" && (t.Driver != n.DriverVersion || !n.DriverReady) {
 		w.flipDriver(i, t.Driver, t.Driver == r.ro.Spec.PreviousVersion)
 	}
+	w.ofedActuate(i, t)
 	if t.Quarantine {
 		w.SetLabel(t.Node, v1alpha1.LabelQuarantined, "true")
 	}
@@ -541,7 +554,7 @@ func (w *World) flipDriver(i int, version string, rollback bool) {
 	w.gen[i]++
 	g := w.gen[i]
 	n := &w.nodes[i]
-	n.DriverReady, n.DriverFailed, n.DriverVersion = false, false, ""
+	n.DriverReady, n.DriverFailed, n.DriverVersion, n.DriverStale = false, false, "", false
 	f := w.fates[i]
 	install, fails := f.install, f.installFails
 	if rollback {
@@ -555,7 +568,7 @@ func (w *World) flipDriver(i int, version string, rollback bool) {
 			w.nodes[i].DriverFailed = true
 			return
 		}
-		w.nodes[i].DriverReady = true
+		w.nodes[i].DriverReady = w.driverCanBeReady(i)
 		reported := version
 		if !rollback && f.wrongVersion {
 			reported = version + "-mismatch"

@@ -53,6 +53,8 @@ type run struct {
 	// on without one is caught.
 	canarySeen   map[string]bool
 	canaryProven bool
+	// drains counts the rollout's starts (cordon and drain) of each node.
+	drains map[string]int
 }
 
 // forget drops what the run knows of a node that left the cluster (or its
@@ -61,12 +63,13 @@ func (r *run) forget(node string) {
 	delete(r.started, node)
 	delete(r.touched, node)
 	delete(r.cordonedAtStart, node)
+	delete(r.drains, node)
 }
 
 func (c *Checker) run(name string) *run {
 	r := c.runs[name]
 	if r == nil {
-		r = &run{started: map[string]bool{}, touched: map[string]bool{}, cordonedAtStart: map[string]bool{}, canarySeen: map[string]bool{}}
+		r = &run{started: map[string]bool{}, touched: map[string]bool{}, cordonedAtStart: map[string]bool{}, canarySeen: map[string]bool{}, drains: map[string]int{}}
 		c.runs[name] = r
 	}
 	return r
@@ -217,6 +220,7 @@ func (c *Checker) Step(s sim.Step) {
 	c.cordonRules(s)
 	c.ownerRules(s)
 	c.domainRules(s)
+	c.ofedRules(s)
 	spec := &s.Rollout.Spec
 	canary := s.Result.Status.Canary.Nodes
 	after := see(s.Rollout, s.Others, canary, s.After)
@@ -260,6 +264,9 @@ func (c *Checker) Step(s sim.Step) {
 			// node deleted and registered again under its name looks so):
 			// what the rollout did to it before is another node's story.
 			h.forget(t.Node)
+			continue
+		}
+		if ofedSelfMove(s, t) {
 			continue
 		}
 		h.touched[t.Node] = true
