@@ -8,9 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -165,12 +168,44 @@ func (r *Reconciler) restartDriver(ctx context.Context, node string) error {
 	return nil
 }
 
-// ofedMarks writes a transition's OFED hold or release on the node.
+// ofedMarks writes a transition's OFED hold or release on the node. A
+// release of a cordoned node (every one: the maintenance cordoned it)
+// writes the Network Operator's record that it was cordoned when its
+// upgrade began, in the same write: the operator records that itself only
+// when it first marks the node upgrade-required, which for a held node
+// was before the maintenance cordoned it, and without the record it would
+// uncordon the node at the end of the OFED swap, before the GPU driver's.
 func ofedMarks(n *corev1.Node, t planner.Transition) {
 	switch {
 	case t.HoldOFED:
 		n.Labels[v1alpha1.LabelOFEDUpgradeSkip] = "true"
 	case t.ReleaseOFED:
 		delete(n.Labels, v1alpha1.LabelOFEDUpgradeSkip)
+		if n.Spec.Unschedulable {
+			n.Annotations[v1alpha1.AnnotationOFEDInitialUnschedulable] = "true"
+		}
 	}
 }
+
+// ofedPolicy is the OFED version the cluster's NicClusterPolicy names
+// (planner.Snapshot.OFEDPolicy); empty when there is none, or no such
+// kind, as then nothing is known to wait for.
+func (r *Reconciler) ofedPolicy(ctx context.Context) (string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(nicClusterPolicyGVK)
+	err := r.apiReader().Get(ctx, client.ObjectKey{Name: nicClusterPolicyName}, u)
+	switch {
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get NicClusterPolicy %s: %w", nicClusterPolicyName, err)
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "spec", "ofedDriver", "version")
+	return v, nil
+}
+
+// nicClusterPolicyGVK is the Network Operator's NicClusterPolicy, of which
+// it reconciles the one named nicClusterPolicyName.
+var nicClusterPolicyGVK = schema.GroupVersionKind{Group: "mellanox.com", Version: "v1alpha1", Kind: "NicClusterPolicy"}
+
+const nicClusterPolicyName = "nic-cluster-policy"

@@ -12,10 +12,11 @@ import (
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
-// TestOFEDMarks: a hold writes the OFED skip label, a release removes it,
-// and neither touches the GPU Operator's own skip label.
+// TestOFEDMarks: a hold writes the OFED skip label, a release removes it
+// (with the operator's record that a cordoned node was cordoned before
+// its upgrade), and neither touches the GPU Operator's own skip label.
 func TestOFEDMarks(t *testing.T) {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelOperatorUpgradeSkip: "true"}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelOperatorUpgradeSkip: "true"}, Annotations: map[string]string{}}}
 	ofedMarks(n, planner.Transition{HoldOFED: true})
 	if n.Labels[v1alpha1.LabelOFEDUpgradeSkip] != "true" {
 		t.Fatalf("hold: labels %v", n.Labels)
@@ -23,6 +24,16 @@ func TestOFEDMarks(t *testing.T) {
 	ofedMarks(n, planner.Transition{ReleaseOFED: true})
 	if _, ok := n.Labels[v1alpha1.LabelOFEDUpgradeSkip]; ok || n.Labels[v1alpha1.LabelOperatorUpgradeSkip] != "true" {
 		t.Fatalf("release: labels %v", n.Labels)
+	}
+	if _, ok := n.Annotations[v1alpha1.AnnotationOFEDInitialUnschedulable]; ok {
+		t.Fatal("the release of a schedulable node records it cordoned")
+	}
+	// A node released in its maintenance is cordoned: the release tells
+	// the Network Operator to leave it so.
+	n.Labels[v1alpha1.LabelOFEDUpgradeSkip], n.Spec.Unschedulable = "true", true
+	ofedMarks(n, planner.Transition{ReleaseOFED: true})
+	if n.Annotations[v1alpha1.AnnotationOFEDInitialUnschedulable] != "true" {
+		t.Fatalf("release of a cordoned node: annotations %v", n.Annotations)
 	}
 }
 

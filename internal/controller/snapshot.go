@@ -97,6 +97,9 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		if ofed, err = r.ofedPods(ctx); err != nil {
 			return nil, err
 		}
+		if obs.snap.OFEDPolicy, err = r.ofedPolicy(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for _, i := range work {
 		n := &obs.snap.Nodes[i]

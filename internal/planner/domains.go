@@ -244,7 +244,10 @@ func (p *planner) readyToReturn(w *work) bool {
 	case v1alpha1.NodeSoaking:
 		return p.failure(w) == "" && !p.now.Before(w.n.Since.Add(p.set.Soak))
 	case v1alpha1.NodeRollingBack:
-		return rolledBack(w, p.spec.PreviousVersion)
+		// Its OFED back (or kept, working) too: a node waiting for it is
+		// not back.
+		back, _ := p.ofedBack(w)
+		return back && rolledBack(w, p.spec.PreviousVersion)
 	}
 	return false
 }

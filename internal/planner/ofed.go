@@ -28,13 +28,17 @@ import (
 //	             with it) as for the GPU driver alone
 //	Validating … as for the GPU driver alone
 //
-// Rolling back: the GPU driver goes back as always. The OFED DaemonSet has
-// one version for the cluster, so a node's OFED goes back to the previous
-// version only once the NicClusterPolicy names it again (the release
-// reverted in Git): until then a node whose OFED had been replaced stays
-// RollingBack, released, and is quarantined when the rollback times out. A
-// node that failed before its OFED was released keeps the previous OFED and
-// rolls back as without spec.ofed.
+// Rolling back: the GPU driver goes back as always. A node whose new OFED
+// works (Ready on the target: the GPU driver or the soak failed) keeps it,
+// and runs the previous GPU driver against it, its driver pod restarted
+// where the old one was loaded before that OFED. A node whose new OFED
+// does not work cannot have the previous one back on its own: the OFED
+// DaemonSet has one version for the cluster, so its pod goes back only
+// once the NicClusterPolicy names the previous version again (the release
+// reverted in Git). Until then such a node stays RollingBack, released,
+// and is quarantined when the rollback times out. A node that failed
+// before its OFED was released keeps the previous OFED and rolls back as
+// without spec.ofed.
 
 // OFEDMatches reports whether an OFED container's image tag (reported)
 // is OFED version want: the tag is the version, or the version followed by
@@ -199,6 +203,19 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 	}
 	prev := p.spec.OFED.PreviousVersion
 	switch {
+	case ofedOn(w, p.spec.OFED.TargetVersion) && !OFEDMatches(w.n.OFEDVersion, prev):
+		// Its new OFED works (the GPU driver failed, or the soak): the
+		// GPU driver goes back alone, and the node runs the target OFED
+		// with the previous GPU driver, built against it, until its next
+		// maintenance. Held, as it cannot go back anyway.
+		if p.staleDriver(w) {
+			return false, func() {
+				p.move(w, w.phase, fmt.Sprintf("OFED %s kept (Ready); restarting the driver %s pod so nvidia_peermem loads against it", p.spec.OFED.TargetVersion, p.spec.PreviousVersion), func(t *Transition) {
+					t.RestartDriver = true
+				})
+			}
+		}
+		return true, nil
 	case !OFEDMatches(w.n.OFEDVersion, prev):
 		if !ofedHeld(w) {
 			return false, nil
@@ -225,4 +242,14 @@ func (p *planner) ofedRollbackWhy(w *work) string {
 	}
 	return fmt.Sprintf("; OFED is not back on %s (%s): the NicClusterPolicy has one OFED version for the cluster, and a node's OFED goes back only once it names %s again",
 		p.spec.OFED.PreviousVersion, p.ofedProgress(w), p.spec.OFED.PreviousVersion)
+}
+
+// ofedPolicyWait says why no node starts while the cluster's
+// NicClusterPolicy names another OFED version than the rollout's target;
+// empty when it names the target, or is not known.
+func (p *planner) ofedPolicyWait() string {
+	if !p.ofed() || p.ofedPolicy == "" || p.ofedPolicy == p.spec.OFED.TargetVersion {
+		return ""
+	}
+	return fmt.Sprintf("waiting: the NicClusterPolicy names OFED %s, not the rollout's %s (a node released now would not get it)", p.ofedPolicy, p.spec.OFED.TargetVersion)
 }

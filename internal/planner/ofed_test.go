@@ -138,8 +138,9 @@ func TestOFEDUnchangedIsNeverReleased(t *testing.T) {
 // TestOFEDFailureRollsBackAndQuarantines: an OFED that never comes up fails
 // the node (its GPU driver goes back, which it never left); its OFED cannot
 // go back while the NicClusterPolicy names the new version, so the rollback
-// times out into quarantine, saying why. A node whose OFED was never
-// replaced rolls back as without OFED.
+// times out into quarantine, saying why. A node whose new OFED works rolls
+// its GPU driver back alone; one whose OFED was never replaced rolls back
+// as without OFED.
 func TestOFEDFailureRollsBackAndQuarantines(t *testing.T) {
 	ro := pt.Rollout("r").OFED(true).Timeouts(time.Hour, 10*time.Minute, 10*time.Minute).Build()
 	node := func() *pt.NodeBuilder { return pt.Node("gpu-00").Owner("r") }
@@ -168,6 +169,14 @@ func TestOFEDFailureRollsBackAndQuarantines(t *testing.T) {
 	wantBriefs(t, r, "gpu-00", "RollingBack→RollingBack [restart-driver]")
 	r = plan(ro, node().RunsOFED(pt.OFEDPrevious, v1alpha1.OperatorStateDone, false).In(v1alpha1.NodeRollingBack, ago(time.Minute)).Failed().Build())
 	wantBriefs(t, r, "gpu-00", "RollingBack→RolledBack [uncordon hold-ofed] back on "+pt.Previous)
+
+	// The GPU driver failed on a node whose new OFED works: the GPU
+	// driver goes back alone (its pod restarted where it was loaded
+	// before that OFED), and the node keeps the new OFED, held again.
+	r = plan(ro, node().RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).DriverStale().In(v1alpha1.NodeRollingBack, ago(time.Minute)).Failed().Build())
+	wantBriefs(t, r, "gpu-00", "RollingBack→RollingBack [restart-driver] OFED "+pt.OFEDTarget+" kept (Ready)")
+	r = plan(ro, node().RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).In(v1alpha1.NodeRollingBack, ago(time.Minute)).Failed().Build())
+	wantBriefs(t, r, "gpu-00", "RollingBack→RolledBack [uncordon] back on "+pt.Previous)
 
 	// Failed in its drain: its OFED was never released, and it rolls back
 	// without waiting for anything of OFED.
@@ -241,5 +250,25 @@ func TestOFEDTargetNotThroughHoldsTheDriverLabel(t *testing.T) {
 		} else if len(r.Transitions) != 0 {
 			t.Fatalf("OFED coming up: %v", briefs(r.Transitions))
 		}
+	}
+}
+
+// TestOFEDWaitsForTheNicClusterPolicy: while the NicClusterPolicy names
+// another OFED version than the rollout's target (Git's two objects
+// applied one after the other, or a revert under way), no node starts, and
+// the status says why; once it names the target, the canary starts.
+func TestOFEDWaitsForTheNicClusterPolicy(t *testing.T) {
+	ro := pt.Rollout("r").OFED(true).Build()
+	n := pt.Node("gpu-00").RunsOFED(pt.OFEDPrevious, v1alpha1.OperatorStateUpgradeRequired, true).Owner("r").Build()
+	r := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{n}, OFEDPolicy: pt.OFEDPrevious}, now)
+	if len(r.Transitions) != 0 {
+		t.Fatalf("started under another NicClusterPolicy: %v", briefs(r.Transitions))
+	}
+	if msg := readyMessage(r.Status); !strings.Contains(msg, "the NicClusterPolicy names OFED "+pt.OFEDPrevious+", not the rollout's "+pt.OFEDTarget) {
+		t.Errorf("status %q does not say it waits for the NicClusterPolicy", msg)
+	}
+	for _, policy := range []string{pt.OFEDTarget, ""} {
+		r = planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{n}, OFEDPolicy: policy}, now)
+		wantBriefs(t, r, "gpu-00", "Pending→Draining [cordon]")
 	}
 }

@@ -116,6 +116,8 @@ type planner struct {
 	// costOrdered: this pass starts nodes cheapest first (startOrder), and
 	// says so in each start's reason.
 	costOrdered bool
+	// ofedPolicy is the snapshot's OFEDPolicy.
+	ofedPolicy string
 	// domains are the maintenance domains by label value (domains.go);
 	// nil when the rollout names no domain label.
 	domains map[string]*domain
@@ -141,7 +143,7 @@ func Plan(snap Snapshot, now time.Time) Result {
 }
 
 func newPlanner(snap Snapshot, now time.Time) *planner {
-	p := &planner{ro: snap.Rollout, spec: &snap.Rollout.Spec, now: now}
+	p := &planner{ro: snap.Rollout, spec: &snap.Rollout.Spec, now: now, ofedPolicy: snap.OFEDPolicy}
 	p.cal = NewCalendar(p.spec)
 	sel, err := metav1.LabelSelectorAsSelector(&p.spec.NodeSelector)
 	if err != nil {

@@ -23,6 +23,13 @@ type Snapshot struct {
 	// rollout and that several select: the oldest (then the first by
 	// name) that is not being deleted.
 	Others []Peer
+	// OFEDPolicy is the OFED version the cluster's NicClusterPolicy names
+	// (spec.ofedDriver.version), for a rollout with spec.ofed; empty when
+	// unknown. While it is not the rollout's OFED target no node starts: a
+	// node released to the Network Operator would get the policy's
+	// version, or none, and fail for a lag of Git's (the NicClusterPolicy
+	// and the DriverRollout are applied one after the other).
+	OFEDPolicy string
 	// Settled counts selected nodes left out of Nodes because their only
 	// part in a pass is to be counted; zero in a snapshot of every node.
 	// Only Compact sets it: see there for which nodes it leaves out.

@@ -121,6 +121,10 @@ func (p *planner) start() {
 	if !g.open {
 		return
 	}
+	if why := p.ofedPolicyWait(); why != "" {
+		p.blocked = why
+		return
+	}
 	inFlightN, unavailable, othersInFlight := 0, 0, 0
 	for i := range p.nodes {
 		w := &p.nodes[i]

@@ -87,8 +87,6 @@ type way struct {
 	// rollouts (rehearseSeparately): the OFED driver alone, the GPU
 	// driver staying; then the GPU driver alone, OFED on the target.
 	ofedOnly, gpuOnly bool
-	// ofed moves the OFED driver too, in the GPU driver's maintenance.
-	ofed bool
 }
 
 // comparedWays are the columns of a comparison. The fixed order shows
@@ -143,7 +141,10 @@ func (o Options) Compare(_ context.Context) ([]Comparison, error) {
 			if w.actuator == v1alpha1.ActuatorGPUOperator {
 				run.Limits = OperatorLimits
 				if domainLabel(f.PolicyFor(c)) != "" {
-					run.Limits = append(slices.Clip(OperatorLimits), operatorDomainLimit)
+					run.Limits = append(slices.Clip(run.Limits), operatorDomainLimit)
+				}
+				if ofedMoves(f, c, release) {
+					run.Limits = append(slices.Clip(run.Limits), operatorOFEDLimit)
 				}
 			}
 			cmp.Runs = append(cmp.Runs, run)
@@ -196,8 +197,11 @@ func (o Options) rehearseWith(cluster, release string, w way) (Rehearsal, error)
 	if w.actuator != "" {
 		ro.Spec.Actuator = w.actuator
 	}
-	if ro.Spec.OFED == nil && (w.ofed || w.ofedOnly || w.gpuOnly) {
-		ro.Spec.OFED = ofedSpec(f, cluster, release)
+	if ro.Spec.Actuator == v1alpha1.ActuatorGPUOperator {
+		// The operator's path cannot move OFED in the GPU driver's
+		// maintenance (the schema refuses spec.ofed there): compared, it
+		// moves the GPU driver alone (operatorOFEDLimit).
+		ro.Spec.OFED = nil
 	}
 	if ro.Spec.Actuator == v1alpha1.ActuatorGPUOperator && ro.Spec.MaintenanceDomain != nil {
 		// The planner refuses a domain on the operator's path, as the

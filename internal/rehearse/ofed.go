@@ -7,26 +7,19 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
-// ofedSpec is the OFED driver cluster's rollout of release moves (spec.ofed),
-// nil when it moves none. render does not write spec.ofed yet: until it
-// does, it is built here from the fleet file as render writes the
-// NicClusterPolicy (the release runs the Network Operator and names an
-// ofed-driver, a pool has managed NICs), from the stable release's OFED
-// driver, with GPUDirect RDMA where a pool uses it. Once render writes it,
-// the rollout's own is kept (see rehearseWith).
-func ofedSpec(f *fleet.Fleet, cluster, release string) *v1alpha1.OFEDSpec {
-	r, c := f.Releases[release], f.Clusters[cluster]
-	if r == nil || c == nil || r.NetworkOperator == "" || r.OFEDDriver == "" || !c.ManagesNICs() {
-		return nil
-	}
-	previous := r.OFEDDriver
-	if s := f.Releases[f.Promotion.Stable]; s != nil && s.OFEDDriver != "" {
-		previous = s.OFEDDriver
-	}
-	return &v1alpha1.OFEDSpec{TargetVersion: r.OFEDDriver, PreviousVersion: previous, Peermem: c.UsesGPUDirectRDMA()}
+// operatorOFEDLimit is what the gpu-operator actuator's column leaves out
+// of a release that moves OFED too.
+const operatorOFEDLimit = "moves the GPU driver alone: the OFED driver takes a maintenance of its own, the Network Operator's, with its own cordon and drain"
+
+// ofedMoves reports whether cluster's rollout of release moves the OFED
+// driver (render's spec.ofed, its target not its previous).
+func ofedMoves(f *fleet.Fleet, cluster, release string) bool {
+	ro, err := render.DriverRollout(f, cluster, release)
+	return err == nil && ro.Spec.OFED != nil && ro.Spec.OFED.TargetVersion != ro.Spec.OFED.PreviousVersion
 }
 
 // DrainStats are how many times a rehearsal drained each node it drained.
@@ -105,37 +98,24 @@ func ofedOf(r *Rehearsal) string {
 	return fmt.Sprintf("%s → %s%s", s.PreviousVersion, s.TargetVersion, rdma)
 }
 
-// bothTitle is the heading of the column that moves both drivers in one
-// maintenance per node.
-const bothTitle = "gpufleet, both drivers"
-
 // withSeparate adds to c, when the release moves both drivers on its
-// cluster, two columns: gpufleet moving OFED in the GPU driver's
-// maintenance, and the two separate rollouts. The columns before move
-// the GPU driver alone, as render's DriverRollout does until it writes
-// spec.ofed.
+// cluster, the column of the two drivers moved by two separate rollouts,
+// to set beside gpufleet's first column, which moves both in one
+// maintenance per node.
 func (o Options) withSeparate(c *Comparison, release string) error {
 	k := slices.IndexFunc(c.Runs, func(r ActuatorRun) bool { return r.Actuator == v1alpha1.ActuatorGPUFleet })
-	s := ofedSpec(o.Fleet, c.Cluster, release)
-	if k < 0 || s == nil || s.TargetVersion == s.PreviousVersion {
+	if k < 0 {
 		return nil
 	}
-	if ro := c.Runs[k].Rehearsal.rollout; ro.Spec.TargetVersion == ro.Spec.PreviousVersion {
+	ro := c.Runs[k].Rehearsal.rollout
+	if ro == nil || ro.Spec.OFED == nil || ro.Spec.OFED.TargetVersion == ro.Spec.OFED.PreviousVersion || ro.Spec.TargetVersion == ro.Spec.PreviousVersion {
 		return nil
 	}
-	both, err := o.rehearseWith(c.Cluster, release, way{actuator: v1alpha1.ActuatorGPUFleet, ofed: true})
-	if err != nil {
-		return fmt.Errorf("simulate %s (%s): %w", c.Cluster, bothTitle, err)
-	}
-	c.OFED = ofedOf(&both)
-	one := drainStats(both.result.Drains())
+	c.OFED = ofedOf(&c.Runs[k].Rehearsal)
 	sum, drains, parts, err := o.rehearseSeparately(c.Cluster, release)
 	if err != nil {
 		return fmt.Errorf("simulate %s (%s): %w", c.Cluster, separateTitle, err)
 	}
-	order := c.Runs[k].Order
-	c.Runs = append(c.Runs,
-		ActuatorRun{Actuator: v1alpha1.ActuatorGPUFleet, Order: order, Title: bothTitle, Rehearsal: both, Drains: &one},
-		ActuatorRun{Actuator: v1alpha1.ActuatorGPUFleet, Order: order, Title: separateTitle, Rehearsal: sum, Drains: &drains, Separate: parts})
+	c.Runs = append(c.Runs, ActuatorRun{Actuator: v1alpha1.ActuatorGPUFleet, Order: c.Runs[k].Order, Title: separateTitle, Rehearsal: sum, Drains: &drains, Separate: parts})
 	return nil
 }

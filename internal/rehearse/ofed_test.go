@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// actuatorRuns are c's columns of the GPU driver alone: without the two a
+// actuatorRuns are c's columns of one rollout each: without the one a
 // release of both drivers adds (withSeparate).
 func actuatorRuns(c Comparison) []ActuatorRun {
 	var out []ActuatorRun
 	for _, r := range c.Runs {
-		if r.Title != bothTitle && r.Title != separateTitle {
+		if r.Title != separateTitle {
 			out = append(out, r)
 		}
 	}
@@ -33,13 +33,15 @@ func TestCompareOFEDDrainsOncePerNode(t *testing.T) {
 	if !strings.Contains(c.OFED, "→ doca3.2.0-25.10-1.2.8.0-2") {
 		t.Fatalf("comparison OFED %q", c.OFED)
 	}
+	// gpufleet's first column moves both drivers, as render's rollout
+	// says; the last moves them in two rollouts.
 	var one, two *ActuatorRun
 	for k := range c.Runs {
-		switch c.Runs[k].Title {
-		case bothTitle:
-			one = &c.Runs[k]
-		case separateTitle:
+		switch {
+		case c.Runs[k].Title == separateTitle:
 			two = &c.Runs[k]
+		case one == nil && c.Runs[k].Actuator == "gpufleet":
+			one = &c.Runs[k]
 		}
 	}
 	if one == nil || two == nil || one.Drains == nil || two.Drains == nil || len(two.Separate) != 2 {

@@ -86,7 +86,7 @@ func TestDomainInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	var cov domainCoverage
 	for seed := range uint64(n) {
-		mustHoldInvariants(t, seed, withDomains(randomConfig(seed), seed), cov.observe)
+		mustHoldInvariants(t, seed, withDomains(randomConfigWith(seed, true), seed), cov.observe)
 	}
 	if n >= 200 && (cov.starts == 0 || cov.rollbacks == 0 || cov.returns == 0) {
 		t.Errorf("the domain runs reached too little: %+v", cov)

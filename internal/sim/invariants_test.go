@@ -67,10 +67,10 @@ func randomPolicy(r *rand.Rand, name string) *pt.RolloutBuilder {
 func randomConfig(seed uint64) sim.Hooked { return randomConfigWith(seed, false) }
 
 // randomConfigWith is randomConfig, moving OFED too in a third of the
-// configurations when ofed is set (addOFED). Only TestInvariantsRandomized
-// sets it for now: with maintenance domains (TestDomainInvariantsRandomized
-// seed 193) and in the lower bound (which counts no OFED time) OFED runs do
-// not hold yet.
+// configurations when ofed is set (addOFED). The invariant tests set it
+// (with maintenance domains it found a domain returned while a node of it
+// still waited for its OFED); the lower bound's test does not, as the
+// bound counts no OFED time.
 func randomConfigWith(seed uint64, ofed bool) sim.Hooked {
 	r := rand.New(rand.NewPCG(seed, 42))
 	name := "r" + strconv.FormatUint(seed, 10)

@@ -17,7 +17,7 @@ import (
 // world whose first rollout moves the OFED driver too (spec.ofed): the
 // same k8s-operator-libs state machine as the GPU Operator's, with driver
 // name "ofed", as render configures it (autoUpgrade on, its own drain off,
-// maxParallelUpgrades 1). What it keeps from the source:
+// maxParallelUpgrades 0: no limit). What it keeps from the source:
 //
 //   - the NicClusterPolicy has one OFED version for the cluster, the
 //     rollout's target (SetOFEDPolicy reverts it, as a release reverted in
@@ -85,8 +85,8 @@ type OFEDPod struct {
 }
 
 // ofedMaxParallel is the NicClusterPolicy's maxParallelUpgrades as render
-// leaves it (the CRD's default).
-const ofedMaxParallel = 1
+// writes it: 0, no limit (the library's slots then never make a node wait).
+const ofedMaxParallel = 0
 
 // ofedSuffix is what the OFED container's image tag adds to the version.
 const ofedSuffix = "-ubuntu22.04-amd64"
@@ -186,7 +186,7 @@ func (w *World) networkPass() {
 func (w *World) ofedWaiting() {
 	m := w.net
 	for _, i := range slices.Sorted(maps.Keys(m.waiting)) {
-		if m.inProgress >= ofedMaxParallel {
+		if ofedMaxParallel > 0 && m.inProgress >= ofedMaxParallel {
 			return
 		}
 		w.ofedLook(i)
@@ -228,7 +228,7 @@ func (w *World) ofedLook(i int) {
 	if n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true" {
 		return
 	}
-	if !n.Unschedulable && m.inProgress >= ofedMaxParallel {
+	if !n.Unschedulable && ofedMaxParallel > 0 && m.inProgress >= ofedMaxParallel {
 		m.waiting[i] = true
 		return
 	}

@@ -38,8 +38,15 @@ func addOFED(seed uint64, cfg *sim.Config) {
 		cfg.Profile.BadOFED = pt.OFEDTarget
 	}
 	cfg.Profile.OFEDInstall = sim.Dist{Median: time.Duration(2+r.IntN(10)) * time.Minute, Spread: 0.4}
-	if r.IntN(4) == 0 {
-		at := time.Duration(r.IntN(48*60)) * time.Minute
+	// A revert comes at any time in two days; with a bad OFED more often,
+	// and within the hour, while its canary still waits, rolling back, for
+	// the previous OFED: the one way a node's OFED goes back.
+	revert, within := r.IntN(4) == 0, 48*60
+	if cfg.Profile.BadOFED != "" {
+		revert, within = r.IntN(2) == 0, 60
+	}
+	if revert {
+		at := time.Duration(r.IntN(within)) * time.Minute
 		previous := ro.Spec.OFED.PreviousVersion
 		cfg.Script = append(cfg.Script, sim.Event{At: at, What: "release reverted in Git", Do: func(w *sim.World) {
 			w.SetOFEDPolicy(previous)

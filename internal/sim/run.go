@@ -266,7 +266,7 @@ func (r *runner) pass(ro *simRollout, rd *reading) (planner.Result, int) {
 // tell the difference.
 func (r *runner) planPass(ro *simRollout, rd *reading) planner.Result {
 	w := r.w
-	snap := planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others}
+	snap := planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others, OFEDPolicy: w.OFEDPolicy()}
 	if rd.compact {
 		// A pass then costs what the nodes in flight cost, not what the
 		// pool does: 50,000 nodes, planned every minute. The Compactor

@@ -91,7 +91,7 @@ func TestWorkloadInvariantsRandomized(t *testing.T) {
 	n := seeds(t)
 	var cov workloadCoverage
 	for seed := range uint64(n) {
-		cfg := randomConfig(seed)
+		cfg := randomConfigWith(seed, true)
 		if seed%2 == 1 {
 			cfg = withDomains(cfg, seed)
 		}
