@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ func (s *Sim) record(ctx context.Context, n *corev1.Node, reason, version, pod, 
 	t := metav1.NewTime(now)
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("%s.%x", n.Name, now.UnixNano()),
+			Name:        fmt.Sprintf("%s.%x.%s", n.Name, now.UnixNano(), strings.ToLower(reason)),
 			Namespace:   metav1.NamespaceDefault,
 			Annotations: map[string]string{annotationVersion: version},
 		},
