@@ -48,7 +48,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,28 +74,28 @@ var policyGVK = schema.GroupVersionKind{Group: "mellanox.com", Version: "v1alpha
 
 func main() {
 	var (
-		kubeconfig = flag.String("kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG)")
-		namespace  = flag.String("namespace", "nvidia-network-operator", "the Network Operator's namespace, where the OFED DaemonSets run")
-		requeue    = flag.Duration("requeue", 2*time.Minute, "how often to look again while the upgrade is on (the Network Operator: 2m)")
-		health     = flag.String("health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
+		namespace = flag.String("namespace", "nvidia-network-operator", "the Network Operator's namespace, where the OFED DaemonSets run")
+		requeue   = flag.Duration("requeue", 2*time.Minute, "how often to look again while the upgrade is on (the Network Operator: 2m)")
+		health    = flag.String("health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
 	)
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	if err := run(ctrl.SetupSignalHandler(), *kubeconfig, *namespace, *requeue, *health); err != nil {
+	// --kubeconfig is controller-runtime's own flag, read by GetConfig as
+	// the Network Operator reads it.
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ofed-upgrade: kubeconfig:", err)
+		os.Exit(1)
+	}
+	if err := run(ctrl.SetupSignalHandler(), cfg, *namespace, *requeue, *health); err != nil {
 		fmt.Fprintln(os.Stderr, "ofed-upgrade:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, namespace string, requeue time.Duration, health string) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
+func run(ctx context.Context, cfg *rest.Config, namespace string, requeue time.Duration, health string) error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
