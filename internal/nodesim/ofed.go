@@ -49,24 +49,12 @@ const DefaultOFEDNamespace = "nvidia-network-operator"
 
 // MarkBadOFED makes OFED version v fail to load in OFED pods that install
 // it from now on.
-func (s *Sim) MarkBadOFED(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.badOFED[v] = true
-}
+func (s *Sim) MarkBadOFED(v string) { s.markBad(s.badOFED, v, true) }
 
 // MarkGoodOFED undoes MarkBadOFED for installs that start later.
-func (s *Sim) MarkGoodOFED(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.badOFED, v)
-}
+func (s *Sim) MarkGoodOFED(v string) { s.markBad(s.badOFED, v, false) }
 
-func (s *Sim) isBadOFED(v string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.badOFED[v]
-}
+func (s *Sim) isBadOFED(v string) bool { return s.inSet(s.badOFED, v) }
 
 // OFEDPodVersion returns the OFED version an OFED pod loads, read from its
 // mofed-container's image tag, which the Network Operator writes as

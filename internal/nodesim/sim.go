@@ -136,23 +136,30 @@ func (s *Sim) Nodes() []string {
 }
 
 // MarkBadDriver makes installs of driver version v fail from now on.
-func (s *Sim) MarkBadDriver(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.bad[v] = true
-}
+func (s *Sim) MarkBadDriver(v string) { s.markBad(s.bad, v, true) }
 
 // MarkGoodDriver undoes MarkBadDriver for installs that start later.
-func (s *Sim) MarkGoodDriver(v string) {
+func (s *Sim) MarkGoodDriver(v string) { s.markBad(s.bad, v, false) }
+
+func (s *Sim) isBad(v string) bool { return s.inSet(s.bad, v) }
+
+// markBad adds v to, or takes it from, one of the simulator's sets of bad
+// versions.
+func (s *Sim) markBad(set map[string]bool, v string, bad bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.bad, v)
+	if bad {
+		set[v] = true
+	} else {
+		delete(set, v)
+	}
 }
 
-func (s *Sim) isBad(v string) bool {
+// inSet reports whether v is in one of the simulator's sets of versions.
+func (s *Sim) inSet(set map[string]bool, v string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.bad[v]
+	return set[v]
 }
 
 func (s *Sim) isNotReady(node string) bool {
