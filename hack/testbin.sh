@@ -3,7 +3,9 @@
 # kube-controller-manager, kube-scheduler, Flux's source-controller and
 # kustomize-controller, Flux's image-reflector-, image-automation- and
 # notification-controller, the NVIDIA GPU Operator, kwok, and sops, which
-# "gpufleet secret" runs) from the Go module proxy and puts them, with Flux's
+# "gpufleet secret" runs, and the Network Operator's OFED upgrade controller
+# as the testbed plays it: hack/testbin/gpu-operator/ofed-upgrade) from the
+# Go module proxy and puts them, with Flux's
 # CRDs and the GPU Operator's state manifests, into the folder given as the
 # only argument (default bin/testbin).
 #
@@ -51,6 +53,12 @@ flux_image_version=$image_reflector_version-$image_automation_version-$notificat
 # commit of tag v25.3.4. The cache entry is named after the tag.
 gpu_operator_tag=v25.3.4
 gpu_operator_version=v0.0.0-20250917190837-d73a0086a6ba
+# The Network Operator's OFED upgrade controller (hack/testbin/gpu-operator/
+# ofed-upgrade): k8s-operator-libs' upgrade state machine at the version the
+# GPU Operator's wrapper pins (the Network Operator itself is not served).
+# Its cache entry is named after that version; its stamp records a hash of
+# its main.go and of the wrapper's go.mod and go.sum.
+ofed_upgrade_version=v0.0.0-20250311214045-7d667fbaa7ac
 kwok_version=v0.8.0
 # The sops that "gpufleet secret" runs in the tests.
 sops_version=v3.13.3
@@ -88,6 +96,12 @@ stamp_of() {
 		# The wrapper's own main.go is part of what is built.
 		printf '%s %s kustomize %s %s main %s\n' "$1" "$2" "$argocd_kustomize_version" "$argocd_toolchain" \
 			"$(cat "$repo_root/hack/testbin/argocd/main.go" "$repo_root/hack/testbin/argocd/go.mod" | sha256sum | cut -c1-12)"
+	elif [[ $1 == ofed-upgrade ]]; then
+		# Built from the GPU Operator's wrapper: its own source and the
+		# versions that wrapper pins are what is built.
+		printf '%s %s %s main %s\n' "$1" "$2" "$go_version" \
+			"$(cat "$repo_root/hack/testbin/gpu-operator/ofed-upgrade/main.go" "$repo_root/hack/testbin/gpu-operator/go.mod" \
+				"$repo_root/hack/testbin/gpu-operator/go.sum" | sha256sum | cut -c1-12)"
 	else
 		printf '%s %s %s\n' "$1" "$2" "$go_version"
 	fi
@@ -113,6 +127,11 @@ prepare_src() {
 	fi
 	if [[ -f $repo_root/hack/testbin/$1/go.sum ]]; then
 		cp "$repo_root/hack/testbin/$1/go.sum" "$src/"
+	fi
+	# A program of the wrapper's own (gpu-operator/ofed-upgrade) is a
+	# package in a folder of it.
+	if [[ -f $repo_root/hack/testbin/$1/ofed-upgrade/main.go ]]; then
+		cp -r "$repo_root/hack/testbin/$1/ofed-upgrade" "$src/"
 	fi
 	printf '%s\n' "$src"
 }
@@ -177,6 +196,18 @@ build_gpu_operator() {
 	cp -r "$dir/manifests" "$tmp/gpu-operator-assets/manifests"
 	chmod -R u+w "$tmp/gpu-operator-assets"
 	finish gpu-operator "$gpu_operator_tag" "$tmp"
+}
+
+# build_ofed_upgrade builds the Network Operator's OFED upgrade controller
+# as the testbed plays it, with one "go build" in a copy of the GPU
+# Operator's wrapper: same module, same pinned versions, so once the GPU
+# Operator is built the Go build cache makes this take seconds.
+build_ofed_upgrade() {
+	local src tmp=$cache_root/ofed-upgrade-$ofed_upgrade_version.tmp
+	src=$(prepare_src gpu-operator)
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	(cd "$src" && gobuild "$tmp/ofed-upgrade" ./ofed-upgrade)
+	finish ofed-upgrade "$ofed_upgrade_version" "$tmp"
 }
 
 build_kwok() {
@@ -278,6 +309,9 @@ prefetch() {
 	local name=$1 pkgs=$2 toolchain=${3:-} src=$cache_root/prefetch/$1
 	rm -rf "$src" && mkdir -p "$src"
 	cp "$repo_root/hack/testbin/$name"/*.go "$repo_root/hack/testbin/$name/go.mod" "$src/"
+	if [[ -d $repo_root/hack/testbin/$name/ofed-upgrade ]]; then
+		cp -r "$repo_root/hack/testbin/$name/ofed-upgrade" "$src/"
+	fi
 	if [[ -f $repo_root/hack/testbin/$name/go.sum ]]; then
 		cp "$repo_root/hack/testbin/$name/go.sum" "$src/"
 	fi
@@ -291,7 +325,13 @@ started=$SECONDS
 log "cache: $cache_root"
 log "destination: $dest"
 fresh kube "$kube_version" || prefetch kube "k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler"
-fresh gpu-operator "$gpu_operator_tag" || prefetch gpu-operator github.com/NVIDIA/gpu-operator/cmd/gpu-operator
+ofed_pkgs=""
+fresh ofed-upgrade "$ofed_upgrade_version" || ofed_pkgs=" ./ofed-upgrade"
+if ! fresh gpu-operator "$gpu_operator_tag"; then
+	prefetch gpu-operator "github.com/NVIDIA/gpu-operator/cmd/gpu-operator$ofed_pkgs"
+elif [[ -n $ofed_pkgs ]]; then
+	prefetch gpu-operator ./ofed-upgrade
+fi
 fresh kwok "$kwok_version" || prefetch kwok sigs.k8s.io/kwok/cmd/kwok
 fresh flux "$flux_version" || prefetch flux "github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller"
 fresh flux-image "$flux_image_version" || prefetch flux-image "github.com/fluxcd/image-reflector-controller github.com/fluxcd/image-automation-controller github.com/fluxcd/notification-controller"
@@ -299,6 +339,7 @@ fresh argocd "$argocd_version" || prefetch argocd ". sigs.k8s.io/kustomize/kusto
 for item in "etcd $etcd_version build_etcd" \
 	"kube $kube_version build_kube" \
 	"gpu-operator $gpu_operator_tag build_gpu_operator" \
+	"ofed-upgrade $ofed_upgrade_version build_ofed_upgrade" \
 	"kwok $kwok_version build_kwok" \
 	"sops $sops_version build_sops" \
 	"flux $flux_version build_flux" \
@@ -328,6 +369,7 @@ fi
 	echo "image-automation-controller $image_automation_version"
 	echo "notification-controller $notification_version"
 	echo "gpu-operator $gpu_operator_tag ($gpu_operator_version)"
+	echo "ofed-upgrade k8s-operator-libs $ofed_upgrade_version (the Network Operator's OFED upgrade controller, played)"
 	echo "kwok $kwok_version"
 	echo "sops $sops_version"
 	echo "argocd $argocd_version (application-controller, repo-server; built with $argocd_toolchain)"
@@ -336,4 +378,4 @@ fi
 } >"$dest/VERSIONS"
 log "done in $((SECONDS - started))s: $(cd "$dest" && echo etcd kube-apiserver kube-controller-manager kube-scheduler \
 	source-controller kustomize-controller image-reflector-controller image-automation-controller \
-	notification-controller gpu-operator kwok sops argocd kustomize)"
+	notification-controller gpu-operator ofed-upgrade kwok sops argocd kustomize)"

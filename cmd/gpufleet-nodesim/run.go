@@ -64,7 +64,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (required)")
 	fs.StringVar(&o.context, "context", "", "kubeconfig context (default: the current one)")
-	fs.Var(poolFlag{&o.pools}, "pool", "a pool of nodes: name=,product=,nodes=,driver=[,gpus=,memory=,family=,mig=] (repeatable)")
+	fs.Var(poolFlag{&o.pools}, "pool", "a pool of nodes: name=,product=,nodes=,driver=[,gpus=,memory=,family=,mig=,managed-nics=] (repeatable)")
 	fs.Var(listFlag{&o.badDrivers}, "bad-driver", "a driver version whose install fails (repeatable)")
 	fs.DurationVar(&o.installTime, "install-time", 3*time.Second, "how long a driver install takes")
 	fs.DurationVar(&o.resync, "resync", 500*time.Millisecond, "how often the simulator looks at the cluster")

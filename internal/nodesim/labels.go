@@ -67,7 +67,8 @@ var knownGPUs = map[string]gpuSpec{
 
 // nodeLabels returns every label a node of pool p registers with when
 // driver version v is installed on it ("": none is): NFD's and GFD's,
-// gpufleet's, and kwok's, which hands the node to kwok. A provisioned
+// gpufleet's, and kwok's, which hands the node to kwok; NFD's Mellanox PCI
+// label with ManagedNICs. A provisioned
 // pool's nodes carry no gpufleet label. There is no
 // nvidia.com/gpu.present: the GPU Operator sets it (and its
 // nvidia.com/gpu.deploy.* labels) from NFD's PCI label.
@@ -90,6 +91,9 @@ func nodeLabels(p Pool, node, v string) map[string]string {
 		v1alpha1.LabelGFDMIGCapable:  strconv.FormatBool(p.migCapable()),
 		v1alpha1.LabelMIGConfig:      p.MIGConfig,
 		v1alpha1.LabelMIGConfigState: "success",
+	}
+	if p.ManagedNICs {
+		l[LabelNFDMellanoxPCI] = "true"
 	}
 	if p.Provisioned {
 		delete(l, v1alpha1.LabelPool)

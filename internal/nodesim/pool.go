@@ -35,6 +35,10 @@ type Pool struct {
 	Family string
 	// MIGConfig is the nvidia.com/mig.config label; "all-disabled" when empty.
 	MIGConfig string
+	// ManagedNICs: the nodes have NVIDIA (Mellanox) NICs, so Node Feature
+	// Discovery labels them pci-15b3.present=true, which the Network
+	// Operator's OFED DaemonSet selects.
+	ManagedNICs bool
 }
 
 // withDefaults fills what p leaves empty.
@@ -94,7 +98,8 @@ func (p Pool) NodeNames() []string {
 
 // ParsePool parses the command line's pool form,
 // "name=h100,product=NVIDIA-H100-80GB-HBM3,nodes=4,driver=570.172.08",
-// with optional gpus=, memory= (MiB), family= and mig=.
+// with optional gpus=, memory= (MiB), family=, mig= and managed-nics=
+// (true or false).
 func ParsePool(s string) (Pool, error) {
 	var p Pool
 	var errs []error
@@ -122,8 +127,10 @@ func ParsePool(s string) (Pool, error) {
 			p.Family = v
 		case "mig":
 			p.MIGConfig = v
+		case "managed-nics":
+			p.ManagedNICs, err = strconv.ParseBool(v)
 		default:
-			err = fmt.Errorf("unknown key %q (want name, product, nodes, driver, gpus, memory, family, mig)", k)
+			err = fmt.Errorf("unknown key %q (want name, product, nodes, driver, gpus, memory, family, mig, managed-nics)", k)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pool %q: %s: %w", s, k, err))

@@ -10,11 +10,11 @@ import (
 )
 
 func TestParsePool(t *testing.T) {
-	got, err := ParsePool("name=h100,product=NVIDIA-H100-80GB-HBM3,nodes=4,driver=570.172.08,mig=all-1g.10gb")
+	got, err := ParsePool("name=h100,product=NVIDIA-H100-80GB-HBM3,nodes=4,driver=570.172.08,mig=all-1g.10gb,managed-nics=true")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 4, Driver: "570.172.08", MIGConfig: "all-1g.10gb"}
+	want := Pool{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 4, Driver: "570.172.08", MIGConfig: "all-1g.10gb", ManagedNICs: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ParsePool (-want +got):\n%s", diff)
 	}

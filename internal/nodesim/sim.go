@@ -29,6 +29,14 @@ type Options struct {
 	// DriverNamespace holds the GPU Operator's driver DaemonSets and their
 	// pods [gpu-operator].
 	DriverNamespace string
+	// OFEDInstallTime is how long an OFED driver install takes
+	// [InstallTime].
+	OFEDInstallTime time.Duration
+	// BadOFED are OFED driver versions that never load.
+	BadOFED []string
+	// OFEDNamespace holds the Network Operator's OFED pods
+	// [DefaultOFEDNamespace].
+	OFEDNamespace string
 	// Logf, when set, receives one line per action the simulator takes.
 	Logf func(format string, args ...any)
 }
@@ -46,6 +54,12 @@ func (o Options) withDefaults() Options {
 	if o.DriverNamespace == "" {
 		o.DriverNamespace = "gpu-operator"
 	}
+	if o.OFEDInstallTime == 0 {
+		o.OFEDInstallTime = o.InstallTime
+	}
+	if o.OFEDNamespace == "" {
+		o.OFEDNamespace = DefaultOFEDNamespace
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -62,6 +76,7 @@ type Sim struct {
 	pools    map[string]Pool // by node name
 	notReady map[string]bool // nodes told to go NotReady
 	bad      map[string]bool // driver versions whose install fails
+	badOFED  map[string]bool // OFED versions that never load
 	// installs are when each install began, by driver pod UID, to the
 	// clock's precision: the pod's status.startTime, which a restarted
 	// simulator goes by, holds whole seconds only, and would end a
@@ -72,9 +87,13 @@ type Sim struct {
 // New returns a simulator that acts through c.
 func New(c client.Client, opts Options) *Sim {
 	opts = opts.withDefaults()
-	s := &Sim{c: c, opts: opts, pools: map[string]Pool{}, notReady: map[string]bool{}, bad: map[string]bool{}, installs: map[types.UID]time.Time{}}
+	s := &Sim{c: c, opts: opts, pools: map[string]Pool{}, notReady: map[string]bool{}, bad: map[string]bool{},
+		badOFED: map[string]bool{}, installs: map[types.UID]time.Time{}}
 	for _, v := range opts.BadDrivers {
 		s.bad[v] = true
+	}
+	for _, v := range opts.BadOFED {
+		s.badOFED[v] = true
 	}
 	return s
 }
@@ -117,23 +136,30 @@ func (s *Sim) Nodes() []string {
 }
 
 // MarkBadDriver makes installs of driver version v fail from now on.
-func (s *Sim) MarkBadDriver(v string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.bad[v] = true
-}
+func (s *Sim) MarkBadDriver(v string) { s.markBad(s.bad, v, true) }
 
 // MarkGoodDriver undoes MarkBadDriver for installs that start later.
-func (s *Sim) MarkGoodDriver(v string) {
+func (s *Sim) MarkGoodDriver(v string) { s.markBad(s.bad, v, false) }
+
+func (s *Sim) isBad(v string) bool { return s.inSet(s.bad, v) }
+
+// markBad adds v to, or takes it from, one of the simulator's sets of bad
+// versions.
+func (s *Sim) markBad(set map[string]bool, v string, bad bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.bad, v)
+	if bad {
+		set[v] = true
+	} else {
+		delete(set, v)
+	}
 }
 
-func (s *Sim) isBad(v string) bool {
+// inSet reports whether v is in one of the simulator's sets of versions.
+func (s *Sim) inSet(set map[string]bool, v string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.bad[v]
+	return set[v]
 }
 
 func (s *Sim) isNotReady(node string) bool {
@@ -161,17 +187,27 @@ func (s *Sim) Run(ctx context.Context) error {
 }
 
 // Sync does one pass over every simulated node: its kubelet running or
-// stopped as told, and the driver install inside the driver pods the
-// operator's DaemonSets put there. It reads the cluster with two list calls
-// (nodes, driver pods) and writes only what must change, so a demo fleet
-// stays within a client's rate limit. Tests with a fake clock call it
-// directly instead of Run.
+// stopped as told, the OFED install inside the Network Operator's OFED
+// pods, and the driver install inside the driver pods the operator's
+// DaemonSets put there. It reads the cluster with three list calls (nodes,
+// driver pods, OFED pods) and writes only what must change, so a demo
+// fleet stays within a client's rate limit. Tests with a fake clock call
+// it directly instead of Run.
 func (s *Sim) Sync(ctx context.Context) error {
 	now := s.opts.Clock.Now()
 	byName, podsOn, err := s.snapshot(ctx, client.InNamespace(s.opts.DriverNamespace),
 		client.MatchingLabels{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
 	if err != nil {
 		return err
+	}
+	ofedPods := &corev1.PodList{}
+	if err := s.c.List(ctx, ofedPods, client.InNamespace(s.opts.OFEDNamespace), client.HasLabels{v1alpha1.LabelOFEDDriverPod}); err != nil {
+		return fmt.Errorf("list OFED pods: %w", err)
+	}
+	ofedPodsOn := map[string][]*corev1.Pod{}
+	for i := range ofedPods.Items {
+		p := &ofedPods.Items[i]
+		ofedPodsOn[p.Spec.NodeName] = append(ofedPodsOn[p.Spec.NodeName], p)
 	}
 	var errs []error
 	for _, name := range s.Nodes() {
@@ -186,8 +222,12 @@ func (s *Sim) Sync(ctx context.Context) error {
 			// The node's kubelet is down: nothing on it changes.
 			continue
 		}
+		for _, p := range ofedPodsOn[name] {
+			errs = append(errs, s.syncOFEDInstall(ctx, n, p, now))
+		}
+		ofed := nodeOFED(ofedPodsOn[name])
 		for _, p := range podsOn[name] {
-			errs = append(errs, s.syncDriverInstall(ctx, n, p, now))
+			errs = append(errs, s.syncDriverInstall(ctx, n, p, ofed, now))
 		}
 	}
 	return errors.Join(errs...)

@@ -98,7 +98,7 @@ func TestDriverInstallWithFakeClock(t *testing.T) {
 				state = "new"
 			case planner.PodReady(p):
 				state = "ready"
-			case crashLooping(p):
+			case crashLooping(p, DriverContainer):
 				state = "crashing"
 			}
 			pods = append(pods, DriverPodVersion(p)+" "+state)

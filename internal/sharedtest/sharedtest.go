@@ -33,3 +33,15 @@ func Operators(t testing.TB) string {
 	}
 	return ops
 }
+
+// NicClusterPolicyCRD returns the NicClusterPolicy CRD of the Network
+// Operator chart version (e.g. "v25.10.0") under ../shared/operators, or
+// skips t when it is not there.
+func NicClusterPolicyCRD(t testing.TB, version string) string {
+	t.Helper()
+	path := filepath.Join(Operators(t), "network-operator", version, "deployment", "network-operator", "crds", "mellanox.com_nicclusterpolicies.yaml")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("the Network Operator %s's NicClusterPolicy CRD is not in ../shared/operators: %v", version, err)
+	}
+	return path
+}

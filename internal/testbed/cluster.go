@@ -42,6 +42,8 @@ type Cluster struct {
 	Kube *Kube
 	// GPUOperator is nil until [Cluster.StartGPUOperator].
 	GPUOperator *GPUOperator
+	// NetworkOperator is nil until [Cluster.StartNetworkOperator].
+	NetworkOperator *NetworkOperator
 	// AuditLog is the API server's audit log; empty unless the testbed was
 	// started with [Options.AuditLog].
 	AuditLog string
@@ -166,7 +168,7 @@ func (c *Cluster) startKubelet(ctx context.Context, kube, kwok bool) error {
 
 // LogTail returns the last n lines of the logs of the programs that run
 // beside c's control plane (Flux or Argo CD, controller-manager,
-// scheduler, kwok, the GPU Operator).
+// scheduler, kwok, the GPU and Network Operators).
 func (c *Cluster) LogTail(n int) string {
 	var b strings.Builder
 	b.WriteString(c.Flux.LogTail(n))
@@ -176,14 +178,15 @@ func (c *Cluster) LogTail(n int) string {
 		fmt.Fprintf(&b, "--- kwok (%s) ---\n%s\n", c.kwok.logPath, c.kwok.tail(n))
 	}
 	b.WriteString(c.GPUOperator.LogTail(n))
+	b.WriteString(c.NetworkOperator.LogTail(n))
 	return b.String()
 }
 
 // stopPrograms stops what runs beside the control plane, those that write
-// the most first: the GPU Operator, Flux or Argo CD, kwok, then the
-// scheduler and the controller-manager.
+// the most first: the GPU and Network Operators, Flux or Argo CD, kwok,
+// then the scheduler and the controller-manager.
 func (c *Cluster) stopPrograms() error {
-	errs := []error{c.GPUOperator.stop(), c.Flux.stop(), c.ArgoCD.stop()}
+	errs := []error{c.GPUOperator.stop(), c.NetworkOperator.stop(), c.Flux.stop(), c.ArgoCD.stop()}
 	if c.kwok != nil {
 		errs = append(errs, c.kwok.stop(5*time.Second))
 	}

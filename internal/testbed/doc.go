@@ -23,11 +23,17 @@
 // plus a CPU-only [SystemNode]. [Cluster.StartGPUOperator] runs the real
 // NVIDIA GPU Operator for a cluster, out of cluster, configured by the
 // Deployment its chart installed and chrooted into a private root that holds
-// its state manifests.
+// its state manifests. [Cluster.StartNetworkOperator] runs the NVIDIA
+// Network Operator as the testbed plays it, since it cannot be built here:
+// its OFED upgrade controller is the real k8s-operator-libs state machine,
+// configured as the operator configures it, as a subprocess; the step that
+// turns the NicClusterPolicy into the OFED DaemonSet is played in process
+// by package netopplay.
 //
 // What is not real: no kubelet, container runtime or GPU. kwok plays the
 // kubelet; package nodesim plays what is GPU-specific (NFD and GFD labels,
-// the driver install inside the operator's driver pods, XID/ECC faults),
+// the driver install inside the operator's driver pods, the OFED driver
+// inside the Network Operator's OFED pods, nvidia_peermem, XID/ECC faults),
 // and needs Kwok (and Kube for the driver pods). Without them nothing
 // creates pods or finishes their deletion, and no simulated node is Ready.
 //

@@ -78,6 +78,22 @@ func MarkGPUNodes(ctx context.Context, c client.Client, nodes ...string) error {
 // tolerates every taint, so a cordon or a quarantine never takes a node's
 // driver away.
 func DriverDaemonSets(ctx context.Context, c client.Client, namespace string, versions ...string) error {
+	return DriverDaemonSetsWithOptions(ctx, c, namespace, DriverOptions{}, versions...)
+}
+
+// DriverOptions shape the driver DaemonSets as an NVIDIADriver's spec
+// would.
+type DriverOptions struct {
+	// RDMA is the NVIDIADriver's spec.rdma.enabled (GPUDirect RDMA): the
+	// GPU Operator v25.3.4 then adds the nvidia-peermem-ctr sidecar, of
+	// the driver's image, to the driver pod (its manifests/state-driver
+	// DaemonSet), and the node agent plays its wait for the node's OFED.
+	RDMA bool
+}
+
+// DriverDaemonSetsWithOptions is [DriverDaemonSets] with the DaemonSets
+// shaped by opts.
+func DriverDaemonSetsWithOptions(ctx context.Context, c client.Client, namespace string, opts DriverOptions, versions ...string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", namespace, err)
@@ -87,6 +103,14 @@ func DriverDaemonSets(ctx context.Context, c client.Client, namespace string, ve
 			return err
 		}
 		name := "nvidia-driver-" + strings.ReplaceAll(v, ".", "-")
+		image := "nvcr.io/nvidia/driver:" + v + "-ubuntu22.04"
+		containers := []corev1.Container{{Name: nodesim.DriverContainer, Image: image}}
+		if opts.RDMA {
+			containers = append(containers, corev1.Container{
+				Name: v1alpha1.PeermemContainer, Image: image,
+				Command: []string{"nvidia-driver"}, Args: []string{"reload_nvidia_peermem"},
+			})
+		}
 		pod := map[string]string{"app": name, v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver}
 		ds := &appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver}},
@@ -96,7 +120,7 @@ func DriverDaemonSets(ctx context.Context, c client.Client, namespace string, ve
 					ObjectMeta: metav1.ObjectMeta{Labels: pod},
 					Spec: corev1.PodSpec{
 						NodeSelector:      map[string]string{v1alpha1.LabelDriver: v},
-						Containers:        []corev1.Container{{Name: nodesim.DriverContainer, Image: "nvcr.io/nvidia/driver:" + v + "-ubuntu22.04"}},
+						Containers:        containers,
 						Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 						PriorityClassName: "system-node-critical",
 					},
