@@ -79,6 +79,11 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// Objects is how many custom resources were checked.
 	Objects int `json:"objects"`
+
+	// found are the findings recorded, so that one problem of an object
+	// gpufleet writes in several forms (a NicClusterPolicy at rest and
+	// while a rollout moves OFED) is reported once.
+	found map[string]bool
 }
 
 // Checker renders each release's charts and checks every custom resource
@@ -218,8 +223,17 @@ func (c *Checker) checkObject(ctx context.Context, release, origin string, obj *
 		validate = use.set.ValidateAsWritten
 	}
 	for _, p := range validate(ctx, obj) {
-		f := Finding{Release: release, Chart: use.chart, Version: use.version, Origin: origin, Problem: p}
-		r.Findings = append(r.Findings, f)
+		// By what is wrong, not where: the first file it is found in
+		// names it.
+		key := strings.Join([]string{release, use.chart, use.version, p.Object(), p.Message()}, "\x00")
+		if r.found[key] {
+			continue
+		}
+		if r.found == nil {
+			r.found = map[string]bool{}
+		}
+		r.found[key] = true
+		r.Findings = append(r.Findings, Finding{Release: release, Chart: use.chart, Version: use.version, Origin: origin, Problem: p})
 	}
 }
 

@@ -57,8 +57,18 @@ func OFEDMatches(reported, want string) bool {
 	return ok && rest != "" && (rest[0] >= 'a' && rest[0] <= 'z' || rest[0] >= 'A' && rest[0] <= 'Z')
 }
 
-// ofed reports whether the rollout moves the OFED driver too.
+// ofed reports whether the rollout holds its nodes' OFED (spec.ofed).
 func (p *planner) ofed() bool { return p.spec.OFED != nil && !p.operator() }
+
+// movesOFED reports whether the rollout moves the OFED driver: its target
+// is not its previous version. A rollout whose two are one (at rest, or a
+// release of the GPU driver alone, or the first release to name an OFED
+// driver, whose previous is unknown) holds every node and releases none:
+// a node keeps the OFED it runs, whatever that is, and render leaves the
+// Network Operator's upgrade machine off.
+func (p *planner) movesOFED() bool {
+	return p.ofed() && p.spec.OFED.TargetVersion != p.spec.OFED.PreviousVersion
+}
 
 // ofedHeld reports whether the node carries the OFED skip label.
 func ofedHeld(w *work) bool { return w.n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true" }
@@ -79,7 +89,7 @@ func ofedState(w *work) string { return w.n.Labels[v1alpha1.LabelOFEDUpgradeStat
 // with the node (upgrade-done; no state at all where its upgrade
 // controller does not run, as a pod on the target then proves enough).
 func (p *planner) ofedThrough(w *work) bool {
-	if !p.ofed() {
+	if !p.movesOFED() {
 		return true
 	}
 	st := ofedState(w)
@@ -88,7 +98,7 @@ func (p *planner) ofedThrough(w *work) bool {
 
 // needsOFED reports whether node w's OFED pod is not the target's.
 func (p *planner) needsOFED(w *work) bool {
-	return p.ofed() && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
+	return p.movesOFED() && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
 }
 
 // staleDriver reports whether node w's GPU driver pod must be restarted
@@ -201,6 +211,14 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 	if !p.ofed() {
 		return true, nil
 	}
+	if !p.movesOFED() {
+		// Its OFED was never released: only a driver pod loaded before
+		// it (an OFED pod restarted by a reboot) is restarted.
+		if p.staleDriver(w) {
+			return false, p.restartStale(w, p.spec.OFED.TargetVersion)
+		}
+		return true, nil
+	}
 	prev := p.spec.OFED.PreviousVersion
 	switch {
 	case ofedOn(w, p.spec.OFED.TargetVersion) && !OFEDMatches(w.n.OFEDVersion, prev):
@@ -209,11 +227,7 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 		// with the previous GPU driver, built against it, until its next
 		// maintenance. Held, as it cannot go back anyway.
 		if p.staleDriver(w) {
-			return false, func() {
-				p.move(w, w.phase, fmt.Sprintf("OFED %s kept (Ready); restarting the driver %s pod so nvidia_peermem loads against it", p.spec.OFED.TargetVersion, p.spec.PreviousVersion), func(t *Transition) {
-					t.RestartDriver = true
-				})
-			}
+			return false, p.restartStale(w, p.spec.OFED.TargetVersion+" kept")
 		}
 		return true, nil
 	case !OFEDMatches(w.n.OFEDVersion, prev):
@@ -226,13 +240,19 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 	case !ofedOn(w, prev):
 		return false, nil
 	case p.staleDriver(w):
-		return false, func() {
-			p.move(w, w.phase, fmt.Sprintf("OFED %s Ready; restarting the driver %s pod so nvidia_peermem loads against it", prev, p.spec.PreviousVersion), func(t *Transition) {
-				t.RestartDriver = true
-			})
-		}
+		return false, p.restartStale(w, prev)
 	}
 	return true, nil
+}
+
+// restartStale restarts node w's GPU driver pod, rolling back, where it was
+// loaded before the node's OFED (of version ofed) became Ready.
+func (p *planner) restartStale(w *work, ofed string) func() {
+	return func() {
+		p.move(w, w.phase, fmt.Sprintf("OFED %s Ready; restarting the driver %s pod so nvidia_peermem loads against it", ofed, p.spec.PreviousVersion), func(t *Transition) {
+			t.RestartDriver = true
+		})
+	}
 }
 
 // ofedRollbackWhy says, for a rollback that timed out, what of OFED kept it.
@@ -248,7 +268,7 @@ func (p *planner) ofedRollbackWhy(w *work) string {
 // NicClusterPolicy names another OFED version than the rollout's target;
 // empty when it names the target, or is not known.
 func (p *planner) ofedPolicyWait() string {
-	if !p.ofed() || p.ofedPolicy == "" || p.ofedPolicy == p.spec.OFED.TargetVersion {
+	if !p.movesOFED() || p.ofedPolicy == "" || p.ofedPolicy == p.spec.OFED.TargetVersion {
 		return ""
 	}
 	return fmt.Sprintf("waiting: the NicClusterPolicy names OFED %s, not the rollout's %s (a node released now would not get it)", p.ofedPolicy, p.spec.OFED.TargetVersion)

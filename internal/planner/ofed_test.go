@@ -117,7 +117,8 @@ func TestOFEDOnlyRestartsTheDriverPod(t *testing.T) {
 }
 
 // TestOFEDUnchangedIsNeverReleased: a release of the GPU driver alone (the
-// nodes' OFED already the target) never releases a node's OFED hold.
+// OFED target its previous) never releases a node's OFED hold, whatever
+// OFED the node runs.
 func TestOFEDUnchangedIsNeverReleased(t *testing.T) {
 	ro := pt.Rollout("r").OFED(true).OFEDVersions(pt.OFEDTarget, pt.OFEDTarget).Build()
 	on := func() *pt.NodeBuilder {
@@ -133,6 +134,15 @@ func TestOFEDUnchangedIsNeverReleased(t *testing.T) {
 		r := plan(ro, n)
 		wantBriefs(t, r, "gpu-00", want[i])
 	}
+
+	// The first release to name an OFED driver has no previous one to
+	// move from (target and previous alike): a node running another
+	// OFED, one an admin installed by hand, keeps it, and is settled or
+	// moved for its GPU driver alone.
+	r := plan(ro, pt.Node("gpu-00").RunsOFED(pt.OFEDPrevious, "", true).Driver(true, pt.Target).Owner("r").Build(),
+		pt.Node("gpu-01").RunsOFED(pt.OFEDPrevious, "", true).Owner("r").In(v1alpha1.NodeDraining, ago(time.Minute)).Drained().Build())
+	wantBriefs(t, r, "gpu-00", "Pending→Done [driver="+pt.Target+"] already on driver "+pt.Target+": nothing to install")
+	wantBriefs(t, r, "gpu-01", "Draining→Installing [driver="+pt.Target+"]")
 }
 
 // TestOFEDFailureRollsBackAndQuarantines: an OFED that never comes up fails
@@ -174,7 +184,7 @@ func TestOFEDFailureRollsBackAndQuarantines(t *testing.T) {
 	// driver goes back alone (its pod restarted where it was loaded
 	// before that OFED), and the node keeps the new OFED, held again.
 	r = plan(ro, node().RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).DriverStale().In(v1alpha1.NodeRollingBack, ago(time.Minute)).Failed().Build())
-	wantBriefs(t, r, "gpu-00", "RollingBack→RollingBack [restart-driver] OFED "+pt.OFEDTarget+" kept (Ready)")
+	wantBriefs(t, r, "gpu-00", "RollingBack→RollingBack [restart-driver] OFED "+pt.OFEDTarget+" kept Ready; restarting the driver")
 	r = plan(ro, node().RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).In(v1alpha1.NodeRollingBack, ago(time.Minute)).Failed().Build())
 	wantBriefs(t, r, "gpu-00", "RollingBack→RolledBack [uncordon] back on "+pt.Previous)
 

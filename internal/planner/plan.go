@@ -348,7 +348,7 @@ func (p *planner) onTarget(w *work) bool {
 	if w.phase != v1alpha1.NodePending || !DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
 		return false // most nodes of a pass: no need to look up the label
 	}
-	if p.ofed() && (!ofedOn(w, p.spec.OFED.TargetVersion) || p.staleDriver(w)) {
+	if p.movesOFED() && !ofedOn(w, p.spec.OFED.TargetVersion) || p.staleDriver(w) {
 		// Its OFED is to be replaced (or its driver pod, loaded before
 		// its OFED, restarted): that takes a maintenance too.
 		return false
@@ -372,7 +372,7 @@ func (p *planner) settle() {
 			continue
 		}
 		reason := fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion)
-		if p.ofed() {
+		if p.movesOFED() {
 			reason = fmt.Sprintf("already on driver %s and OFED %s: nothing to install", p.spec.TargetVersion, p.spec.OFED.TargetVersion)
 		}
 		if w.unschedulable {

@@ -100,7 +100,11 @@ func networkObjects(p clusterPlan) ([]object, error) {
 // upgrade-done. The machine would move every node by itself, so the
 // controller holds each node of a rollout that names an OFED driver with
 // nvidia.com/ofed-driver-upgrade.skip=true and releases it only inside
-// that node's maintenance, after its own drain:
+// that node's maintenance, after its own drain. The machine is on only
+// while the cluster's rollout moves OFED (movesOFED), as the ClusterPolicy's
+// is while one moves the GPU driver: on the first apply, and between
+// rollouts, no node is held yet or needs to be, and nothing then could
+// restart an OFED pod but a reboot:
 //   - maxParallelUpgrades is 0 (no limit): the rollout's parallelNodes and
 //     maxUnavailable bound the nodes in maintenance, the hold gates each
 //     one, and a second limit here could only stall a released node.
@@ -142,7 +146,7 @@ func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
 			"repository": ofedRepository,
 			"version":    p.release.OFEDDriver,
 			"upgradePolicy": map[string]any{
-				"autoUpgrade":         true,
+				"autoUpgrade":         movesOFED(p),
 				"maxParallelUpgrades": 0,
 				"drain":               map[string]any{"enable": false},
 			},
@@ -201,4 +205,14 @@ func nicPoolTerms(c *fleet.Cluster) []any {
 // nvidia_peermem.
 func gpuDirectRDMA() map[string]any {
 	return map[string]any{"enabled": true, "useHostMofed": false}
+}
+
+// movesOFED reports whether the cluster's rollout moves the OFED driver:
+// its DriverRollout's spec.ofed has a target other than its previous
+// version. Not the first release to name an OFED driver, whose previous is
+// unknown: its NicClusterPolicy changes the OFED DaemonSet's template, and
+// with the machine off no node's OFED moves until its next release.
+func movesOFED(p clusterPlan) bool {
+	o := ofedRollout(p)
+	return o != nil && o.TargetVersion != o.PreviousVersion
 }

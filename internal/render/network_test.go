@@ -91,8 +91,9 @@ func TestNicClusterPolicyWhere(t *testing.T) {
 
 // TestNicClusterPolicyShape: the one object the operator reconciles, kept
 // when a later render drops it, with the OFED driver's upgrade machine on
-// but moving only the nodes gpufleet releases, and the nodes of the managed pools only (the pool label where
-// two pools share a product).
+// only while the cluster's rollout moves OFED (and then moving only the
+// nodes gpufleet releases), and the nodes of the managed pools only (the
+// pool label where two pools share a product).
 func TestNicClusterPolicyShape(t *testing.T) {
 	f := networkFleet(t, [2]string{"name = \"h200\"\nproduct = \"NVIDIA-H200\"\nnodes = 8\nmanaged-nics = true\ngpudirect-rdma = true\n",
 		"name = \"h100-eth\"\nproduct = \"NVIDIA-H100-80GB-HBM3\"\nnodes = 8\n"})
@@ -107,11 +108,22 @@ func TestNicClusterPolicyShape(t *testing.T) {
 	}
 	spec := obj["spec"].(map[string]any)
 	ofed := spec["ofedDriver"].(map[string]any)
-	// The operator's state machine on, its node limit and drain off: the
-	// lifecycle controller holds each node and drains it first.
-	wantUp := map[string]any{"autoUpgrade": true, "maxParallelUpgrades": int64(0), "drain": map[string]any{"enable": false}}
+	// The operator's node limit and drain off: the lifecycle controller
+	// holds each node and drains it first. Its state machine off at rest
+	// (no rollout moves OFED): on while one does, below.
+	wantUp := map[string]any{"autoUpgrade": false, "maxParallelUpgrades": int64(0), "drain": map[string]any{"enable": false}}
 	if diff := cmp.Diff(wantUp, ofed["upgradePolicy"]); diff != "" {
 		t.Errorf("ofedDriver.upgradePolicy (-want +got):\n%s", diff)
+	}
+	moving, err := Render(networkFleet(t, [2]string{`stable = "r2026-06"`, "stable = \"r2026-06\"\nrollout = { release = \"r2026-10\", wave = \"staging\" }"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, want := range map[string]bool{"stg-h100": true, "prod-h100-a": false} {
+		up := decodeOne(t, moving, "clusters/"+c+"/config/nicclusterpolicy.yaml")["spec"].(map[string]any)["ofedDriver"].(map[string]any)["upgradePolicy"].(map[string]any)
+		if up["autoUpgrade"] != want {
+			t.Errorf("%s, the rollout of r2026-10 (OFED moving: %t): upgradePolicy %v", c, want, up)
+		}
 	}
 	if ofed["version"] != "25.04-0.6.1.0-2" || ofed["repository"] != "nvcr.io/nvidia/mellanox" || ofed["image"] != "doca-driver" {
 		t.Errorf("ofedDriver %v", ofed)
