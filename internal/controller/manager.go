@@ -145,23 +145,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	gpuPods, err := newGPUPodCache(ctx, cfg, mgr.GetScheme(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
-	})
+	// The caches of their own, beside the manager's: every pod trimmed to
+	// its GPU work, and the Network Operator's OFED pods.
+	gpuPods, err := addCache(ctx, cfg, mgr, "GPU pod cache", newGPUPodCache)
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(gpuPods); err != nil {
-		return nil, fmt.Errorf("GPU pod cache: %w", err)
-	}
-	ofedPods, err := newOFEDPodCache(ctx, cfg, mgr.GetScheme(), cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
-	})
+	ofedPods, err := addCache(ctx, cfg, mgr, "OFED pod cache", newOFEDPodCache)
 	if err != nil {
 		return nil, err
-	}
-	if err := mgr.Add(ofedPods); err != nil {
-		return nil, fmt.Errorf("OFED pod cache: %w", err)
 	}
 	c := mgr.GetClient()
 	if o.WrapClient != nil {
@@ -185,6 +177,22 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// addCache builds a cache of the controller's own with newCache, on the
+// manager's HTTP client and REST mapper, and has the manager run it.
+func addCache(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, what string,
+	newCache func(context.Context, *rest.Config, *runtime.Scheme, cache.Options) (cache.Cache, error)) (cache.Cache, error) {
+	c, err := newCache(ctx, cfg, mgr.GetScheme(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return c, nil
 }
 
 // Run builds the manager and runs it until ctx ends.

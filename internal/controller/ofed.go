@@ -129,16 +129,25 @@ func (r *Reconciler) observeOFED(ctx context.Context, ro *v1alpha1.DriverRollout
 	return nil
 }
 
-// driverOlderThan reports whether a GPU driver pod (not being deleted) was
-// created before t. Times are whole seconds: a pod created in the second
-// OFED became Ready is taken for one started after it, as gpufleet starts
-// the GPU driver only once it sees OFED Ready.
+// driverOlderThan reports whether a GPU driver pod (not being deleted) has
+// run since before t: its driver container started before it. Not the
+// pod's creation: with GPUDirect RDMA the driver pod's init waits for the
+// node's OFED, so a pod created before OFED was Ready starts its driver
+// after it. The peermem container is left out, as it restarts by itself.
+// Times are whole seconds: a container started in the second OFED became
+// Ready is taken for one started after it, as the driver starts only once
+// it sees OFED ready.
 func driverOlderThan(pods []corev1.Pod, sel labels.Selector, t time.Time) bool {
 	limit := t.Truncate(time.Second)
 	for i := range pods {
 		p := &pods[i]
-		if p.DeletionTimestamp == nil && sel.Matches(labels.Set(p.Labels)) && p.CreationTimestamp.Time.Before(limit) {
-			return true
+		if p.DeletionTimestamp != nil || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if r := cs.State.Running; r != nil && cs.Name != v1alpha1.PeermemContainer && r.StartedAt.Time.Before(limit) {
+				return true
+			}
 		}
 	}
 	return false

@@ -54,16 +54,27 @@ func TestContainerTag(t *testing.T) {
 	}
 }
 
-// TestDriverOlderThan: a driver pod created before OFED became Ready is
-// stale, one created in that second or after is not, and a pod being
-// deleted (the restart under way) does not count.
+// TestDriverOlderThan: a driver pod whose driver container started before
+// OFED became Ready is stale; one started in that second or after, one
+// whose driver waits still (created before OFED, its init waiting for it),
+// and one being deleted (the restart under way) are not; the peermem
+// container's own restarts do not count.
 func TestDriverOlderThan(t *testing.T) {
 	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver})
 	ready := time.Date(2026, 6, 1, 10, 0, 0, 500_000_000, time.UTC)
-	driver := func(created time.Time, deleting bool) corev1.Pod {
+	driver := func(started time.Time, deleting bool) corev1.Pod {
 		return pod("d", func(p *corev1.Pod) {
 			p.Labels = map[string]string{v1alpha1.LabelComponent: v1alpha1.ComponentNVIDIADriver}
-			p.CreationTimestamp = metav1.NewTime(created)
+			p.CreationTimestamp = metav1.NewTime(ready.Add(-time.Hour))
+			cs := corev1.ContainerStatus{Name: "nvidia-driver-ctr", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}
+			if !started.IsZero() {
+				cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}
+			}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{cs,
+				{Name: v1alpha1.PeermemContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(ready.Add(-time.Hour))}}}}
+			if started.IsZero() {
+				p.Status.ContainerStatuses = p.Status.ContainerStatuses[:1]
+			}
 			if deleting {
 				p.DeletionTimestamp = &metav1.Time{Time: ready}
 			}
@@ -74,11 +85,14 @@ func TestDriverOlderThan(t *testing.T) {
 		pods []corev1.Pod
 		want bool
 	}{
-		{"created before", []corev1.Pod{driver(ready.Add(-time.Minute), false)}, true},
-		{"created in the same second", []corev1.Pod{driver(ready.Truncate(time.Second), false)}, false},
-		{"created after", []corev1.Pod{driver(ready.Add(time.Second), false)}, false},
+		{"started before", []corev1.Pod{driver(ready.Add(-time.Minute), false)}, true},
+		{"started in the same second", []corev1.Pod{driver(ready.Truncate(time.Second), false)}, false},
+		{"started after", []corev1.Pod{driver(ready.Add(time.Second), false)}, false},
+		{"created before, its driver waiting", []corev1.Pod{driver(time.Time{}, false)}, false},
 		{"old one being deleted", []corev1.Pod{driver(ready.Add(-time.Minute), true)}, false},
-		{"other pods", []corev1.Pod{pod("app", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(ready.Add(-time.Hour)) })}, false},
+		{"other pods", []corev1.Pod{pod("app", func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(ready.Add(-time.Hour))}}}}
+		})}, false},
 	} {
 		if got := driverOlderThan(tt.pods, sel, ready); got != tt.want {
 			t.Errorf("%s: stale %t, want %t", tt.name, got, tt.want)

@@ -65,6 +65,16 @@ type Options struct {
 	// BadDrivers are driver versions whose install never succeeds on the
 	// simulated nodes.
 	BadDrivers []string
+	// NetworkOperator, when set, is the NVIDIA Network Operator version
+	// (a chart in ../shared/operators) each cluster runs as the testbed
+	// plays it (testbed.Cluster.StartNetworkOperator): its NicClusterPolicy
+	// CRD, k8s-operator-libs' real OFED upgrade controller, and the played
+	// step that turns the NicClusterPolicy into the OFED DaemonSet. The
+	// pool's nodes need Pool.ManagedNICs for the DaemonSet to select them.
+	NetworkOperator string
+	// BadOFED are OFED driver versions that never come up on the
+	// simulated nodes.
+	BadOFED []string
 	// StackCRDs also runs the real notification-controller in every
 	// cluster, with the image automation and notification CRDs, where the
 	// testbed has them built: it makes the serving stack's push Receiver
@@ -268,12 +278,19 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 // installs); and the lifecycle controller.
 func (w *World) startCluster(ctx context.Context, name string, o Options, report func(error)) error {
 	c := w.Testbed.Cluster(name)
-	sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: o.BadDrivers, InstallTime: time.Second})
+	sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: o.BadDrivers, InstallTime: time.Second,
+		BadOFED: o.BadOFED, OFEDInstallTime: time.Second})
 	if _, err := sim.AddPool(ctx, o.Pool); err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
 	w.Sims[name] = sim
 	w.Go(func(ctx context.Context) { _ = sim.Run(ctx) })
+	if o.NetworkOperator != "" {
+		crd := filepath.Join(w.Operators, "network-operator", o.NetworkOperator, "deployment", "network-operator", "crds", "mellanox.com_nicclusterpolicies.yaml")
+		if _, err := c.StartNetworkOperator(ctx, testbed.NetworkOperatorOptions{CRDPaths: []string{crd}, Requeue: time.Second}); err != nil {
+			return fmt.Errorf("network operator: %w", err)
+		}
+	}
 	w.Go(func(ctx context.Context) {
 		if _, err := c.StartGPUOperatorWhenApplied(ctx, testbed.GPUOperatorOptions{}); err != nil {
 			report(fmt.Errorf("cluster %s: %w", name, err))

@@ -183,6 +183,16 @@ func containerStatuses(p *corev1.Pod, st corev1.PodStatus, peer *peermem) corev1
 			cs.Ready, cs.RestartCount = false, 0
 		}
 		cs.Ready = cs.Ready && ready
+		if c.Name == main.Name && cs.State.Running != nil {
+			// A container that runs on keeps its start, as a kubelet
+			// reports it, whatever its sidecar does: the controller tells
+			// a driver loaded before its node's OFED by it.
+			for _, old := range p.Status.ContainerStatuses {
+				if old.Name == c.Name && old.State.Running != nil {
+					cs.State.Running = old.State.Running.DeepCopy()
+				}
+			}
+		}
 		if c.Name == v1alpha1.PeermemContainer && peer != nil && main.State.Running != nil {
 			for _, old := range p.Status.ContainerStatuses {
 				if old.Name == c.Name {

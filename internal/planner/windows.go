@@ -157,8 +157,9 @@ func (c Calendar) Allowed(t time.Time) (bool, string) {
 }
 
 // NextAllowed returns the first time at or after t when a node may start,
-// looking up to 15 days past the end of the freeze t is in (if any); zero
-// if there is none in that horizon.
+// looking up to 15 days past the end of the freeze t is in (if any), and
+// past the end of every freeze that begins in that horizon; zero if there
+// is none in it.
 // Candidates are t itself, every window opening and every freeze end: the
 // answer is always one of them, since "allowed" only begins at those edges.
 func (c Calendar) NextAllowed(t time.Time) time.Time {
@@ -172,17 +173,31 @@ func (c Calendar) NextAllowed(t time.Time) time.Time {
 	if ok, _ := c.Allowed(t); ok {
 		return t
 	}
-	horizon := t.Add(15 * 24 * time.Hour)
+	// Fifteen days, and fifteen past the end of any freeze that begins in
+	// them: a window may be days away when the freeze ends (a year-end
+	// freeze over a weekly window), and a search that stopped short would
+	// find none and plan no next check at all.
+	const look = 15 * 24 * time.Hour
+	horizon := t.Add(look)
+	for moved := true; moved; {
+		moved = false
+		for _, f := range c.freezes {
+			if f.Start.Time.Before(horizon) && f.End.Time.After(t) && f.End.Time.Add(look).After(horizon) {
+				horizon, moved = f.End.Time.Add(look), true
+			}
+		}
+	}
 	var cands []time.Time
 	for _, f := range c.freezes {
 		if e := f.End.Time; e.After(t) && e.Before(horizon) {
 			cands = append(cands, e)
 		}
 	}
+	days := int(horizon.Sub(t)/(24*time.Hour)) + 1
 	for _, w := range c.windows {
 		lt := t.In(w.loc)
 		day0 := time.Date(lt.Year(), lt.Month(), lt.Day(), 0, 0, 0, 0, w.loc)
-		for d := -1; d <= 15; d++ {
+		for d := -1; d <= days; d++ {
 			day := day0.AddDate(0, 0, d)
 			if !w.days[day.Weekday()] {
 				continue

@@ -63,6 +63,14 @@ func TestCalendarNextAllowed(t *testing.T) {
 		{"first window after a freeze", pt.Rollout("r").Window("09:00", "12:00", "UTC").Freeze(mon.Add(-time.Hour), mon.Add(30*time.Hour), "x"),
 			// The freeze ends Tuesday 16:00, after Tuesday's window.
 			time.Date(2026, 6, 3, 9, 0, 0, 0, time.UTC)},
+		// A two-week freeze from tomorrow over a Tue-Thu night window:
+		// the first opening after it, Tuesday the 16th at 22:00, is past
+		// the 15 days looked at from now, but not past 15 from the
+		// freeze's end (found by the example's year-end freeze: no next
+		// check at all, the rollout stuck).
+		{"a window after a freeze that begins later", pt.Rollout("r").Window("22:00", "06:00", "UTC", v1alpha1.Tuesday, v1alpha1.Wednesday, v1alpha1.Thursday).
+			Freeze(time.Date(2026, 6, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 6, 16, 0, 0, 0, 0, time.UTC), "two weeks"),
+			time.Date(2026, 6, 16, 22, 0, 0, 0, time.UTC)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
