@@ -106,7 +106,7 @@ type nodeWatch struct {
 	cordons   map[string]int
 	uncordons map[string]int
 	// open are the in-flight phases a node was seen in while schedulable.
-	open map[string][]string
+	open     map[string][]string
 	phases   map[string][]string
 	maxOut   int
 	cordoned map[string]bool
