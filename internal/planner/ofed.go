@@ -28,10 +28,13 @@ import (
 //	             with it) as for the GPU driver alone
 //	Validating … as for the GPU driver alone
 //
-// Rolling back: the GPU driver goes back as always. A node whose new OFED
-// works (Ready on the target: the GPU driver or the soak failed) keeps it,
-// and runs the previous GPU driver against it, its driver pod restarted
-// where the old one was loaded before that OFED. A node whose new OFED
+// Rolling back: the GPU driver goes back as always. Once the
+// NicClusterPolicy names the previous OFED again (render writes it so under
+// abort), a node's OFED goes back too: its hold is released and the Network
+// Operator restores it. Until then, a node whose new OFED works (Ready on
+// the target: the GPU driver or the soak failed) keeps it, and runs the
+// previous GPU driver against it, its driver pod restarted where the old
+// one was loaded before that OFED. A node whose new OFED
 // does not work cannot have the previous one back on its own: the OFED
 // DaemonSet has one version for the cluster, so its pod goes back only
 // once the NicClusterPolicy names the previous version again (the release
@@ -220,12 +223,17 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 		return true, nil
 	}
 	prev := p.spec.OFED.PreviousVersion
+	// The NicClusterPolicy names the previous version again (the release
+	// reverted, as render writes it under abort): every node's OFED goes
+	// back. Where it is not known, an abort says the same.
+	reverted := p.ofedPolicy == prev || p.ofedPolicy == "" && p.spec.Abort
 	switch {
-	case ofedOn(w, p.spec.OFED.TargetVersion) && !OFEDMatches(w.n.OFEDVersion, prev):
+	case ofedOn(w, p.spec.OFED.TargetVersion) && !OFEDMatches(w.n.OFEDVersion, prev) && !reverted:
 		// Its new OFED works (the GPU driver failed, or the soak): the
 		// GPU driver goes back alone, and the node runs the target OFED
 		// with the previous GPU driver, built against it, until its next
-		// maintenance. Held, as it cannot go back anyway.
+		// maintenance. Held, as it cannot go back while the policy
+		// names the target.
 		if p.staleDriver(w) {
 			return false, p.restartStale(w, p.spec.OFED.TargetVersion+" kept")
 		}

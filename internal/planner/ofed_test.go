@@ -282,3 +282,21 @@ func TestOFEDWaitsForTheNicClusterPolicy(t *testing.T) {
 		wantBriefs(t, r, "gpu-00", "Pending→Draining [cordon]")
 	}
 }
+
+// TestOFEDAbortTakesOFEDBack: under abort, with the NicClusterPolicy
+// naming the previous OFED again (render writes it so), a node Done on the
+// new OFED rolls back both drivers: its hold is released so the Network
+// Operator restores the previous OFED; while the policy still names the
+// target, a node whose new OFED works keeps it.
+func TestOFEDAbortTakesOFEDBack(t *testing.T) {
+	ro := pt.Rollout("r").OFED(true).Abort().Build()
+	node := func() *pt.NodeBuilder {
+		return pt.Node("gpu-00").Owner("r").RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).In(v1alpha1.NodeRollingBack, ago(time.Minute))
+	}
+	for _, policy := range []string{pt.OFEDPrevious, ""} {
+		r := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{node().Build()}, OFEDPolicy: policy}, now)
+		wantBriefs(t, r, "gpu-00", "RollingBack→RollingBack [release-ofed] OFED hold released: OFED goes back to "+pt.OFEDPrevious)
+	}
+	r := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{node().Build()}, OFEDPolicy: pt.OFEDTarget}, now)
+	wantBriefs(t, r, "gpu-00", "RollingBack→RolledBack [uncordon] back on "+pt.Previous)
+}
