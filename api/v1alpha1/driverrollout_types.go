@@ -242,6 +242,15 @@ type OFEDSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-A-Za-z0-9._]*$`
 	PreviousVersion string `json:"previousVersion"`
+	// NodeSelectors pick, among the rollout's nodes, those the OFED driver
+	// runs on, as the NicClusterPolicy's node affinity does (a node any of
+	// them matches); none, every node. A node none matches (a pool whose
+	// NICs the Network Operator does not manage) has no OFED: it is
+	// neither held nor waited for.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	NodeSelectors []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
 	// Peermem: GPU workloads of the rollout's nodes use GPUDirect RDMA,
 	// so a GPU driver pod started before its node's OFED last became
 	// Ready is restarted in the node's maintenance (its nvidia_peermem

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
@@ -92,8 +95,13 @@ func ofedState(w *work) string { return w.n.Labels[v1alpha1.LabelOFEDUpgradeStat
 // with the node (upgrade-done; no state at all where its upgrade
 // controller does not run, as a pod on the target then proves enough).
 func (p *planner) ofedThrough(w *work) bool {
-	if !p.movesOFED() {
+	if !p.ofed() || !w.nics {
 		return true
+	}
+	if !p.movesOFED() {
+		// Its OFED stays what it is; the GPU driver, built against it
+		// with RDMA and waiting for it, is installed on a working one.
+		return w.n.OFEDReady && !w.n.OFEDFailed && w.n.Labels[v1alpha1.LabelMOFEDWait] == "false"
 	}
 	st := ofedState(w)
 	return ofedOn(w, p.spec.OFED.TargetVersion) && (st == v1alpha1.OperatorStateDone || st == "")
@@ -101,14 +109,14 @@ func (p *planner) ofedThrough(w *work) bool {
 
 // needsOFED reports whether node w's OFED pod is not the target's.
 func (p *planner) needsOFED(w *work) bool {
-	return p.movesOFED() && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
+	return p.movesOFED() && w.nics && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
 }
 
 // staleDriver reports whether node w's GPU driver pod must be restarted
 // because its OFED was replaced under it (with GPUDirect RDMA only: without
 // it the GPU driver does not build against OFED).
 func (p *planner) staleDriver(w *work) bool {
-	return p.ofed() && p.spec.OFED.Peermem && w.n.DriverStale
+	return p.ofed() && w.nics && p.spec.OFED.Peermem && w.n.DriverStale
 }
 
 // holdOFED puts the skip label on every selected node of this rollout
@@ -122,7 +130,7 @@ func (p *planner) holdOFED() {
 	}
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if w.elsewhere != "" || w.phase == v1alpha1.NodeInstalling || w.phase == v1alpha1.NodeRollingBack || ofedHeld(w) {
+		if !w.nics || w.elsewhere != "" || w.phase == v1alpha1.NodeInstalling || w.phase == v1alpha1.NodeRollingBack || ofedHeld(w) {
 			continue
 		}
 		// A hold changes no phase: the rest of the pass (maintenance
@@ -137,6 +145,15 @@ func (p *planner) holdOFED() {
 // when it does not, or when its OFED step is over.
 func (p *planner) ofedFailure(w *work) string {
 	target := p.spec.OFED.TargetVersion
+	if !p.movesOFED() {
+		switch {
+		case w.n.OFEDFailed:
+			return fmt.Sprintf("its OFED %s cannot come up", versionOr(w.n.OFEDVersion))
+		case p.overdue(w, p.set.InstallTimeout):
+			return fmt.Sprintf("its OFED not Ready within %s (%s)", short(p.set.InstallTimeout), p.ofedProgress(w))
+		}
+		return ""
+	}
 	switch {
 	case OFEDMatches(w.n.OFEDVersion, target) && w.n.OFEDFailed:
 		return fmt.Sprintf("OFED %s failed to install", target)
@@ -176,11 +193,11 @@ func (p *planner) releaseOFEDReason(w *work) string {
 // reports whether the step is over (then installing goes on as for the GPU
 // driver alone).
 func (p *planner) installingOFED(w *work) bool {
-	if !p.ofed() {
+	if !p.ofed() || !w.nics {
 		return true
 	}
 	if !p.ofedThrough(w) {
-		if ofedHeld(w) && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion) {
+		if ofedHeld(w) && p.needsOFED(w) {
 			// Someone put the hold back: the Network Operator would
 			// never replace the pod.
 			p.move(w, w.phase, fmt.Sprintf("OFED hold released again: OFED %s is not replaced while held", p.spec.OFED.TargetVersion), func(t *Transition) { t.ReleaseOFED = true })
@@ -190,13 +207,13 @@ func (p *planner) installingOFED(w *work) bool {
 	label := w.n.Labels[v1alpha1.LabelDriver]
 	switch {
 	case label != p.spec.TargetVersion:
-		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("OFED %s Ready after %s (upgrade-done); installing driver %s", p.spec.OFED.TargetVersion, p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
+		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("OFED %s %s after %s; installing driver %s", versionOr(p.ofedOf(w)), p.ofedDone(), p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
 			t.Driver = p.spec.TargetVersion
 			t.HoldOFED = !ofedHeld(w)
 		})
 		return false
 	case p.staleDriver(w):
-		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("OFED %s Ready after %s (upgrade-done); restarting the driver %s pod so nvidia_peermem loads against it", p.spec.OFED.TargetVersion, p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
+		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("OFED %s %s after %s; restarting the driver %s pod so nvidia_peermem loads against it", versionOr(p.ofedOf(w)), p.ofedDone(), p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
 			t.RestartDriver = true
 			t.HoldOFED = !ofedHeld(w)
 		})
@@ -211,7 +228,7 @@ func (p *planner) installingOFED(w *work) bool {
 // Network Operator puts the previous OFED back once the NicClusterPolicy
 // names it, or restarts a stale driver pod.
 func (p *planner) ofedBack(w *work) (back bool, fix func()) {
-	if !p.ofed() {
+	if !p.ofed() || !w.nics {
 		return true, nil
 	}
 	if !p.movesOFED() {
@@ -265,7 +282,7 @@ func (p *planner) restartStale(w *work, ofed string) func() {
 
 // ofedRollbackWhy says, for a rollback that timed out, what of OFED kept it.
 func (p *planner) ofedRollbackWhy(w *work) string {
-	if !p.ofed() || ofedOn(w, p.spec.OFED.PreviousVersion) {
+	if !p.movesOFED() || !w.nics || ofedOn(w, p.spec.OFED.PreviousVersion) {
 		return ""
 	}
 	return fmt.Sprintf("; OFED is not back on %s (%s): the NicClusterPolicy has one OFED version for the cluster, and a node's OFED goes back only once it names %s again",
@@ -280,4 +297,51 @@ func (p *planner) ofedPolicyWait() string {
 		return ""
 	}
 	return fmt.Sprintf("waiting: the NicClusterPolicy names OFED %s, not the rollout's %s (a node released now would not get it)", p.ofedPolicy, p.spec.OFED.TargetVersion)
+}
+
+// ofedOf is the OFED version node w's maintenance brings it to: the
+// target where the rollout moves OFED, else the one it runs.
+func (p *planner) ofedOf(w *work) string {
+	if p.movesOFED() {
+		return p.spec.OFED.TargetVersion
+	}
+	return w.n.OFEDVersion
+}
+
+// ofedSelectors returns whether a node, by its labels, runs the rollout's
+// OFED driver (spec.ofed.nodeSelectors: any matches; none, every node),
+// and records a selector that does not parse as a problem.
+func (p *planner) ofedSelectors() func(labels.Set) bool {
+	if !p.ofed() {
+		return func(labels.Set) bool { return false }
+	}
+	var sels []labels.Selector
+	for i := range p.spec.OFED.NodeSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&p.spec.OFED.NodeSelectors[i])
+		if err != nil {
+			p.problems = append(p.problems, fmt.Sprintf("invalid ofed.nodeSelectors: %v", err))
+			continue
+		}
+		sels = append(sels, s)
+	}
+	if len(p.spec.OFED.NodeSelectors) == 0 {
+		return func(labels.Set) bool { return true }
+	}
+	return func(l labels.Set) bool {
+		for _, s := range sels {
+			if s.Matches(l) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// ofedDone says how a node's OFED step ended: replaced (the Network
+// Operator's upgrade-done) where the rollout moves OFED, else Ready.
+func (p *planner) ofedDone() string {
+	if p.movesOFED() {
+		return "Ready (upgrade-done)"
+	}
+	return "Ready"
 }

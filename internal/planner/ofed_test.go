@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	pt "github.com/gpufleet/gpufleet/internal/planner/plannertest"
@@ -83,7 +85,7 @@ func TestOFEDThenDriverInOneMaintenance(t *testing.T) {
 	}
 
 	r = plan(ro, held(pt.Node("gpu-00").RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, false).In(v1alpha1.NodeInstalling, ago(2*time.Minute))))
-	wantBriefs(t, r, "gpu-00", "Installing→Installing [driver="+pt.Target+" hold-ofed] OFED "+pt.OFEDTarget+" Ready after 2m (upgrade-done); installing driver")
+	wantBriefs(t, r, "gpu-00", "Installing→Installing [driver="+pt.Target+" hold-ofed] OFED "+pt.OFEDTarget+" Ready (upgrade-done) after 2m; installing driver")
 
 	n := held(pt.Node("gpu-00").RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).In(v1alpha1.NodeInstalling, ago(time.Minute)).Driver(true, pt.Target))
 	r = plan(ro, n)
@@ -105,7 +107,7 @@ func TestOFEDOnlyRestartsTheDriverPod(t *testing.T) {
 		stale := onGPU().RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, false).In(v1alpha1.NodeInstalling, ago(time.Minute)).DriverStale()
 		r = plan(ro, stale.Build())
 		if peermem {
-			wantBriefs(t, r, "gpu-00", "Installing→Installing [hold-ofed restart-driver] OFED "+pt.OFEDTarget+" Ready after 1m (upgrade-done); restarting the driver")
+			wantBriefs(t, r, "gpu-00", "Installing→Installing [hold-ofed restart-driver] OFED "+pt.OFEDTarget+" Ready (upgrade-done) after 1m; restarting the driver")
 			r = plan(ro, onGPU().RunsOFED(pt.OFEDTarget, v1alpha1.OperatorStateDone, true).In(v1alpha1.NodeInstalling, ago(time.Second)).Build())
 		}
 		want := "Installing→Validating [hold-ofed]" // the hold goes back with the move
@@ -299,4 +301,27 @@ func TestOFEDAbortTakesOFEDBack(t *testing.T) {
 	}
 	r := planner.Plan(planner.Snapshot{Rollout: ro, Nodes: []planner.Node{node().Build()}, OFEDPolicy: pt.OFEDTarget}, now)
 	wantBriefs(t, r, "gpu-00", "RollingBack→RolledBack [uncordon] back on "+pt.Previous)
+}
+
+// TestOFEDNodeSelectors: in a cluster whose pools do not all have managed
+// NICs, a node spec.ofed.nodeSelectors does not match has no OFED: it is
+// not held, and its maintenance is the GPU driver's alone, whatever it
+// (does not) run of OFED.
+func TestOFEDNodeSelectors(t *testing.T) {
+	ro := pt.Rollout("r").OFED(true).Build()
+	ro.Spec.OFED.NodeSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"feature.node.kubernetes.io/pci-15b3.present": "true"}}}
+	nic := func(b *pt.NodeBuilder) *pt.NodeBuilder {
+		n := b.Build()
+		n.Labels["feature.node.kubernetes.io/pci-15b3.present"] = "true"
+		return pt.NodeFrom(n)
+	}
+	r := plan(ro,
+		nic(pt.Node("gpu-00").RunsOFED(pt.OFEDPrevious, v1alpha1.OperatorStateUpgradeRequired, false)).Owner("r").Build(),
+		pt.Node("gpu-01").Owner("r").In(v1alpha1.NodeDraining, ago(time.Minute)).Drained().Build(),
+	)
+	wantBriefs(t, r, "gpu-00", "Pending→Pending [hold-ofed]")
+	wantBriefs(t, r, "gpu-01", "Draining→Installing [driver="+pt.Target+"] drained in 1m; installing driver")
+	if bad := plan(pt.Rollout("r").OFED(true).Build(), pt.Node("gpu-01").Owner("r").In(v1alpha1.NodeDraining, ago(time.Minute)).Drained().Build()); len(find(bad, "gpu-01")) == 0 || find(bad, "gpu-01")[0].Driver != "" {
+		t.Errorf("without node selectors, a node without OFED still waits for it: %v", briefs(find(bad, "gpu-01")))
+	}
 }

@@ -87,6 +87,9 @@ type work struct {
 	taken bool
 	// joined: this pass labels the node (join): its one write of the pass.
 	joined bool
+	// nics: the node runs the rollout's OFED driver (spec.ofed, its node
+	// selectors); false without spec.ofed.
+	nics bool
 	// moved: this pass moved the node (move); its phase is the new one,
 	// its observations (Since among them) still the old phase's.
 	moved bool
@@ -164,6 +167,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 			p.problems = append(p.problems, msg)
 		}
 	}
+	nics := p.ofedSelectors()
 	first := p.firstPeers(snap.Others)
 	// One slice for every node's work, reused from pass to pass (see
 	// release): the planner runs on every reconcile of pools of thousands
@@ -177,7 +181,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		if !matches(set) {
 			continue
 		}
-		w := work{n: n, phase: phaseOf(n), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned}
+		w := work{n: n, phase: phaseOf(n), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned, nics: nics(set)}
 		switch {
 		case n.Owner != "" && n.Owner != p.ro.Name:
 			w.elsewhere, w.taken = n.Owner, true
@@ -348,7 +352,7 @@ func (p *planner) onTarget(w *work) bool {
 	if w.phase != v1alpha1.NodePending || !DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
 		return false // most nodes of a pass: no need to look up the label
 	}
-	if p.movesOFED() && !ofedOn(w, p.spec.OFED.TargetVersion) || p.staleDriver(w) {
+	if p.movesOFED() && w.nics && !ofedOn(w, p.spec.OFED.TargetVersion) || p.staleDriver(w) {
 		// Its OFED is to be replaced (or its driver pod, loaded before
 		// its OFED, restarted): that takes a maintenance too.
 		return false
@@ -372,7 +376,7 @@ func (p *planner) settle() {
 			continue
 		}
 		reason := fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion)
-		if p.movesOFED() {
+		if p.movesOFED() && w.nics {
 			reason = fmt.Sprintf("already on driver %s and OFED %s: nothing to install", p.spec.TargetVersion, p.spec.OFED.TargetVersion)
 		}
 		if w.unschedulable {

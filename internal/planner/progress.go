@@ -141,7 +141,7 @@ func (p *planner) draining(w *work) {
 		// GPU driver label waits for it all the same (installingOFED),
 		// or the node fails in its OFED step.
 		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; OFED %s not through yet (%s): driver %s once it is",
-			p.elapsed(w), p.spec.OFED.TargetVersion, p.ofedProgress(w), p.spec.TargetVersion), nil)
+			p.elapsed(w), versionOr(p.ofedOf(w)), p.ofedProgress(w), p.spec.TargetVersion), nil)
 		return
 	}
 	p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
@@ -155,7 +155,7 @@ func (p *planner) installing(w *work) {
 	}
 	if w.n.DriverReady && w.n.Ready {
 		p.move(w, v1alpha1.NodeValidating, fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w)), func(t *Transition) {
-			t.HoldOFED = p.ofed() && !ofedHeld(w)
+			t.HoldOFED = p.ofed() && w.nics && !ofedHeld(w)
 		})
 	}
 }
@@ -208,7 +208,7 @@ func (p *planner) rollingBack(w *work) {
 		}
 		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, p.returned(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w)))), func(t *Transition) {
 			t.Uncordon = !w.adminCordoned
-			t.HoldOFED = p.ofed() && !ofedHeld(w)
+			t.HoldOFED = p.ofed() && w.nics && !ofedHeld(w)
 		})
 	}
 }

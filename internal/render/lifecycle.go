@@ -74,7 +74,14 @@ func ofedRollout(p clusterPlan) *v1alpha1.OFEDSpec {
 	for _, pool := range p.cluster.Pools {
 		peermem = peermem || pool.GPUDirectRDMA
 	}
-	return &v1alpha1.OFEDSpec{TargetVersion: p.rollout.OFEDDriver, PreviousVersion: previous, Peermem: peermem}
+	o := &v1alpha1.OFEDSpec{TargetVersion: p.rollout.OFEDDriver, PreviousVersion: previous, Peermem: peermem}
+	// Where some pool's NICs are not the Network Operator's, its nodes
+	// have no OFED pod: the rollout selects the OFED nodes as the
+	// NicClusterPolicy does, and leaves the others' OFED alone.
+	if slices.ContainsFunc(p.cluster.Pools, func(pool *fleet.Pool) bool { return !pool.ManagedNICs }) {
+		o.NodeSelectors = nicPoolSelectors(p.cluster)
+	}
+	return o
 }
 
 // rolloutPools are the pools whose nodes the NVIDIADrivers tell apart by

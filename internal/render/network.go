@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/blang/semver/v4"
 
@@ -182,20 +183,41 @@ func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
 // DaemonSet needs anyway).
 func nicPoolTerms(c *fleet.Cluster) []any {
 	var terms []any
+	for _, sel := range nicPoolSelectors(c) {
+		var exprs []any
+		for _, e := range sel.MatchExpressions {
+			exprs = append(exprs, map[string]any{"key": e.Key, "operator": string(e.Operator), "values": anySlice(e.Values)})
+		}
+		terms = append(terms, map[string]any{"matchExpressions": exprs})
+	}
+	return terms
+}
+
+// nicPoolSelectors select the nodes of the cluster's pools with managed
+// NICs, one per pool: the NicClusterPolicy's node affinity (nicPoolTerms)
+// and the DriverRollout's spec.ofed.nodeSelectors both come from them.
+func nicPoolSelectors(c *fleet.Cluster) []metav1.LabelSelector {
+	var out []metav1.LabelSelector
 	for _, pool := range c.Pools {
 		if !pool.ManagedNICs {
 			continue
 		}
-		exprs := []any{
-			map[string]any{"key": v1alpha1.LabelGFDProduct, "operator": "In", "values": []any{pool.Product}},
-		}
+		exprs := []metav1.LabelSelectorRequirement{{Key: v1alpha1.LabelGFDProduct, Operator: metav1.LabelSelectorOpIn, Values: []string{pool.Product}}}
 		if sharesProduct(c, pool) {
-			exprs = append(exprs, map[string]any{"key": v1alpha1.LabelPool, "operator": "In", "values": []any{pool.Name}})
+			exprs = append(exprs, metav1.LabelSelectorRequirement{Key: v1alpha1.LabelPool, Operator: metav1.LabelSelectorOpIn, Values: []string{pool.Name}})
 		}
-		exprs = append(exprs, map[string]any{"key": labelMellanoxNIC, "operator": "In", "values": []any{"true"}})
-		terms = append(terms, map[string]any{"matchExpressions": exprs})
+		exprs = append(exprs, metav1.LabelSelectorRequirement{Key: labelMellanoxNIC, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}})
+		out = append(out, metav1.LabelSelector{MatchExpressions: exprs})
 	}
-	return terms
+	return out
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // gpuDirectRDMA is the GPU driver's RDMA setting for a pool whose workloads

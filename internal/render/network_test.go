@@ -1,6 +1,7 @@
 package render
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,7 +257,13 @@ func TestDriverRolloutOFED(t *testing.T) {
 		{"aborted", [][2]string{aborted}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: old, Peermem: true}},
 		{"the stable release names none", [][2]string{rollout, noOldOFED}, "stg-h100", &v1alpha1.OFEDSpec{TargetVersion: newer, PreviousVersion: newer, Peermem: true}},
 		{"the rollout release names none", [][2]string{noOldOFED}, "stg-h100", nil},
-		{"a pool without GPUDirect RDMA beside one with it", [][2]string{ethPool}, "prod-h100-b", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old, Peermem: true}},
+		// Its nodes have no OFED: the rollout's OFED nodes are the other
+		// pool's, as the NicClusterPolicy selects them.
+		{"a pool without managed NICs beside one with them", [][2]string{ethPool}, "prod-h100-b", &v1alpha1.OFEDSpec{TargetVersion: old, PreviousVersion: old, Peermem: true,
+			NodeSelectors: []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: v1alpha1.LabelGFDProduct, Operator: metav1.LabelSelectorOpIn, Values: []string{"NVIDIA-H100-80GB-HBM3"}},
+				{Key: "feature.node.kubernetes.io/pci-15b3.present", Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}},
+			}}}}},
 		{"no managed NICs", nil, "prod-a100", nil},
 	}
 	for _, tt := range tests {

@@ -63,7 +63,7 @@ func TestOFEDOneNodeWalks(t *testing.T) {
 		"Draining → Installing: drained in 5m; OFED hold released",
 		"network-operator  gpu-00 pod-restart-required",
 		"network-operator  gpu-00 upgrade-done",
-		"Installing → Installing: OFED "+pt.OFEDTarget+" Ready after 5m (upgrade-done); installing driver "+pt.Target,
+		"Installing → Installing: OFED "+pt.OFEDTarget+" Ready (upgrade-done) after 5m; installing driver "+pt.Target,
 		"Installing → Validating",
 		"Soaking → Done")
 	n := res.Nodes[0]

@@ -326,6 +326,9 @@ func (b *NodeBuilder) DriverStale() *NodeBuilder { b.n.DriverStale = true; retur
 // Build returns the node.
 func (b *NodeBuilder) Build() planner.Node { return b.n }
 
+// NodeFrom goes on building n.
+func NodeFrom(n planner.Node) *NodeBuilder { return &NodeBuilder{n: n} }
+
 // Nodes builds n (at most 100) default nodes named prefix-00 … in name order.
 func Nodes(prefix string, n int) []planner.Node {
 	out := make([]planner.Node, n)

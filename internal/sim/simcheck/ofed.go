@@ -80,13 +80,22 @@ func (c *Checker) ofedRules(s sim.Step) {
 		// OFED, as every new node's does) or what a node runs: no flip.
 		// A rollback's label is the previous driver's, whatever the
 		// versions are: only an install or a settle flips to the target.
-		install := t.To == v1alpha1.NodeInstalling || (t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone)
+		// A settle installs nothing (the node runs the target already): it
+		// counts where the rollout moves OFED, as it then says the node's
+		// OFED is through too.
+		moves := ofed.TargetVersion != ofed.PreviousVersion
+		install := t.To == v1alpha1.NodeInstalling || (moves && t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone)
 		if b == nil || t.Join || !install || t.Driver != spec.TargetVersion || b.Labels[v1alpha1.LabelDriver] == spec.TargetVersion {
 			continue
 		}
 		st := b.Labels[v1alpha1.LabelOFEDUpgradeState]
-		through := planner.OFEDMatches(b.OFEDVersion, ofed.TargetVersion) && b.OFEDReady && !b.OFEDFailed &&
-			b.Labels[v1alpha1.LabelMOFEDWait] == "false" && (st == v1alpha1.OperatorStateDone || st == "")
+		// A rollout that moves OFED installs the GPU driver once the node
+		// runs the target; one that keeps it, on a node whose OFED works,
+		// whatever it runs.
+		through := b.OFEDReady && !b.OFEDFailed && b.Labels[v1alpha1.LabelMOFEDWait] == "false"
+		if moves {
+			through = through && planner.OFEDMatches(b.OFEDVersion, ofed.TargetVersion) && (st == v1alpha1.OperatorStateDone || st == "")
+		}
 		if !through {
 			c.fail(s, "%s flipped %s's driver label to %s with its OFED not through (pod %q, ready=%t, mofed.wait=%q, %q)",
 				name, t.Node, t.Driver, b.OFEDVersion, b.OFEDReady, b.Labels[v1alpha1.LabelMOFEDWait], st)
