@@ -114,17 +114,7 @@ stable = "r24-6-2"
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &FolderSource{Dir: ops}
-	rep, err := FleetCheck{Fleet: f, Source: src, KubeVersion: DefaultKubeVersion}.Run(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range rep.Findings {
-		t.Errorf("%s %s %s %s: %s (%s)", fd.Release, fd.Chart, fd.Version, fd.Object(), fd.Message(), fd.Origin)
-	}
-	for _, fl := range rep.Failures {
-		t.Errorf("could not check %s %s %s: %s", fl.Release, fl.Chart, fl.Version, fl.Error)
-	}
+	rep := checkClean(t, f, ops)
 	// The ClusterPolicy-mode values are among those validate rendered, at
 	// rest and moving, for every release.
 	specs := releaseSpecs(t, f)
@@ -223,6 +213,14 @@ func TestFleetCheckNicClusterPolicy(t *testing.T) {
 			t.Errorf("no release on Network Operator %s", n)
 		}
 	}
+	checkClean(t, f, ops)
+}
+
+// checkClean runs validate's check of f against the charts in ops, fails
+// t on every finding and every check it could not make, and returns the
+// report.
+func checkClean(t *testing.T, f *fleet.Fleet, ops string) *Report {
+	t.Helper()
 	rep, err := FleetCheck{Fleet: f, Source: &FolderSource{Dir: ops}, KubeVersion: DefaultKubeVersion}.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +231,7 @@ func TestFleetCheckNicClusterPolicy(t *testing.T) {
 	for _, fl := range rep.Failures {
 		t.Errorf("could not check %s %s %s: %s", fl.Release, fl.Chart, fl.Version, fl.Error)
 	}
+	return rep
 }
 
 // TestFleetCheckMisspeltNicClusterPolicyField: a misspelt field of the

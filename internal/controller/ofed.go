@@ -60,8 +60,8 @@ type ofedPod struct {
 }
 
 // ofedPods reads the OFED pods of the cluster, by node: for each node the
-// pod not being deleted (the newest, should there be two for a moment).
-// An OFED pod is one whose OFEDContainer names an image.
+// pod not being deleted (the newest, should there be two for a moment),
+// its version the image tag of its OFEDContainer.
 func (r *Reconciler) ofedPods(ctx context.Context) (map[string]ofedPod, error) {
 	var pods corev1.PodList
 	var err error

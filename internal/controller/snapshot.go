@@ -97,8 +97,12 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		if ofed, err = r.ofedPods(ctx); err != nil {
 			return nil, err
 		}
-		if obs.snap.OFEDPolicy, err = r.ofedPolicy(ctx); err != nil {
-			return nil, err
+		// The planner reads the policy's version only while the rollout
+		// moves OFED: at rest no pass asks the API server for it.
+		if o := ro.Spec.OFED; o.TargetVersion != o.PreviousVersion {
+			if obs.snap.OFEDPolicy, err = r.ofedPolicy(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, i := range work {

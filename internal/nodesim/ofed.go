@@ -51,9 +51,6 @@ const DefaultOFEDNamespace = "nvidia-network-operator"
 // it from now on.
 func (s *Sim) MarkBadOFED(v string) { s.markBad(s.badOFED, v, true) }
 
-// MarkGoodOFED undoes MarkBadOFED for installs that start later.
-func (s *Sim) MarkGoodOFED(v string) { s.markBad(s.badOFED, v, false) }
-
 func (s *Sim) isBadOFED(v string) bool { return s.inSet(s.badOFED, v) }
 
 // OFEDPodVersion returns the OFED version an OFED pod loads, read from its

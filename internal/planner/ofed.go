@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -34,17 +33,15 @@ import (
 // Rolling back: the GPU driver goes back as always. Once the
 // NicClusterPolicy names the previous OFED again (render writes it so under
 // abort), a node's OFED goes back too: its hold is released and the Network
-// Operator restores it. Until then, a node whose new OFED works (Ready on
-// the target: the GPU driver or the soak failed) keeps it, and runs the
-// previous GPU driver against it, its driver pod restarted where the old
-// one was loaded before that OFED. A node whose new OFED
-// does not work cannot have the previous one back on its own: the OFED
-// DaemonSet has one version for the cluster, so its pod goes back only
-// once the NicClusterPolicy names the previous version again (the release
-// reverted in Git). Until then such a node stays RollingBack, released,
-// and is quarantined when the rollback times out. A node that failed
-// before its OFED was released keeps the previous OFED and rolls back as
-// without spec.ofed.
+// Operator restores it: the OFED DaemonSet has one version for the
+// cluster, so a node cannot have the previous one back on its own. Until
+// then, a node whose new OFED works (Ready on the target: the GPU driver
+// or the soak failed) keeps it, and runs the previous GPU driver against
+// it, its driver pod restarted where the old one was loaded before that
+// OFED; one whose new OFED does not work stays RollingBack, released, and
+// is quarantined when the rollback times out. A node that failed before
+// its OFED was released keeps the previous OFED and rolls back as without
+// spec.ofed.
 
 // OFEDMatches reports whether an OFED container's image tag (reported)
 // is OFED version want: the tag is the version, or the version followed by
@@ -79,12 +76,16 @@ func (p *planner) movesOFED() bool {
 // ofedHeld reports whether the node carries the OFED skip label.
 func ofedHeld(w *work) bool { return w.n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true" }
 
-// ofedOn reports whether the node's OFED pod runs version and is Ready, and
-// the node says so (mofed.wait=false, which the RDMA device plugins and a
-// GPU driver with RDMA wait for).
+// ofedWorks reports whether the node's OFED pod is Ready and the node says
+// so (mofed.wait=false, which the RDMA device plugins and a GPU driver with
+// RDMA wait for), whatever version it runs.
+func ofedWorks(w *work) bool {
+	return w.n.OFEDReady && !w.n.OFEDFailed && w.n.Labels[v1alpha1.LabelMOFEDWait] == "false"
+}
+
+// ofedOn reports whether the node's OFED pod runs version and works.
 func ofedOn(w *work, version string) bool {
-	return OFEDMatches(w.n.OFEDVersion, version) && w.n.OFEDReady && !w.n.OFEDFailed &&
-		w.n.Labels[v1alpha1.LabelMOFEDWait] == "false"
+	return OFEDMatches(w.n.OFEDVersion, version) && ofedWorks(w)
 }
 
 // ofedState is the Network Operator's OFED upgrade state of the node.
@@ -101,7 +102,7 @@ func (p *planner) ofedThrough(w *work) bool {
 	if !p.movesOFED() {
 		// Its OFED stays what it is; the GPU driver, built against it
 		// with RDMA and waiting for it, is installed on a working one.
-		return w.n.OFEDReady && !w.n.OFEDFailed && w.n.Labels[v1alpha1.LabelMOFEDWait] == "false"
+		return ofedWorks(w)
 	}
 	st := ofedState(w)
 	return ofedOn(w, p.spec.OFED.TargetVersion) && (st == v1alpha1.OperatorStateDone || st == "")
@@ -309,32 +310,16 @@ func (p *planner) ofedOf(w *work) string {
 }
 
 // ofedSelectors returns whether a node, by its labels, runs the rollout's
-// OFED driver (spec.ofed.nodeSelectors: any matches; none, every node),
-// and records a selector that does not parse as a problem.
+// OFED driver (spec.ofed.nodeSelectors: any matches; none, every node).
 func (p *planner) ofedSelectors() func(labels.Set) bool {
 	if !p.ofed() {
 		return func(labels.Set) bool { return false }
 	}
-	var sels []labels.Selector
-	for i := range p.spec.OFED.NodeSelectors {
-		s, err := metav1.LabelSelectorAsSelector(&p.spec.OFED.NodeSelectors[i])
-		if err != nil {
-			p.problems = append(p.problems, fmt.Sprintf("invalid ofed.nodeSelectors: %v", err))
-			continue
-		}
-		sels = append(sels, s)
-	}
 	if len(p.spec.OFED.NodeSelectors) == 0 {
 		return func(labels.Set) bool { return true }
 	}
-	return func(l labels.Set) bool {
-		for _, s := range sels {
-			if s.Matches(l) {
-				return true
-			}
-		}
-		return false
-	}
+	sels := p.selectors(p.spec.OFED.NodeSelectors, "ofed.nodeSelectors")
+	return func(l labels.Set) bool { return matchesAny(sels, l) }
 }
 
 // ofedDone says how a node's OFED step ended: replaced (the Network

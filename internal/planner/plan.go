@@ -153,15 +153,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		p.problems = append(p.problems, fmt.Sprintf("invalid node selector: %v", err))
 		sel = labels.Nothing()
 	}
-	var oos []labels.Selector
-	for i := range p.spec.OutOfService {
-		s, err := metav1.LabelSelectorAsSelector(&p.spec.OutOfService[i])
-		if err != nil {
-			p.problems = append(p.problems, fmt.Sprintf("invalid outOfService selector: %v", err))
-			continue
-		}
-		oos = append(oos, s)
-	}
+	oos := p.selectors(p.spec.OutOfService, "outOfService selector")
 	for _, msg := range []string{operatorTaintProblem(p.spec), domainProblem(p.spec)} {
 		if msg != "" {
 			p.problems = append(p.problems, msg)
@@ -197,12 +189,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 			// Its progress, if any, is the other rollout's.
 			w.phase, w.failed = v1alpha1.NodePending, false
 		}
-		for _, s := range oos {
-			if s.Matches(set) {
-				w.outOfService = true
-				break
-			}
-		}
+		w.outOfService = matchesAny(oos, set)
 		works = append(works, w)
 	}
 	// Name order makes every decision deterministic; the controller and the
@@ -218,6 +205,31 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 	p.indexDomains()
 	p.markCanary()
 	return p
+}
+
+// selectors parses a spec's list of label selectors, recording one that
+// does not parse as a problem (what names the field).
+func (p *planner) selectors(list []metav1.LabelSelector, what string) []labels.Selector {
+	out := make([]labels.Selector, 0, len(list))
+	for i := range list {
+		s, err := metav1.LabelSelectorAsSelector(&list[i])
+		if err != nil {
+			p.problems = append(p.problems, fmt.Sprintf("invalid %s: %v", what, err))
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// matchesAny reports whether any of sels matches set.
+func matchesAny(sels []labels.Selector, set labels.Set) bool {
+	for _, s := range sels {
+		if s.Matches(set) {
+			return true
+		}
+	}
+	return false
 }
 
 // peerSelector is another rollout that goes before this one on the free

@@ -143,7 +143,9 @@ func (o Options) Compare(_ context.Context) ([]Comparison, error) {
 				if domainLabel(f.PolicyFor(c)) != "" {
 					run.Limits = append(slices.Clip(run.Limits), operatorDomainLimit)
 				}
-				if ofedMoves(f, c, release) {
+				// gpufleet's column, rehearsed first, moves OFED as
+				// render's rollout says.
+				if len(cmp.Runs) > 0 && movesOFED(cmp.Runs[0].Rehearsal.rollout) {
 					run.Limits = append(slices.Clip(run.Limits), operatorOFEDLimit)
 				}
 			}

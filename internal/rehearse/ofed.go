@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/sim"
 )
 
@@ -15,11 +13,10 @@ import (
 // of a release that moves OFED too.
 const operatorOFEDLimit = "moves the GPU driver alone: the OFED driver takes a maintenance of its own, the Network Operator's, with its own cordon and drain"
 
-// ofedMoves reports whether cluster's rollout of release moves the OFED
-// driver (render's spec.ofed, its target not its previous).
-func ofedMoves(f *fleet.Fleet, cluster, release string) bool {
-	ro, err := render.DriverRollout(f, cluster, release)
-	return err == nil && ro.Spec.OFED != nil && ro.Spec.OFED.TargetVersion != ro.Spec.OFED.PreviousVersion
+// movesOFED reports whether rollout ro moves the OFED driver: spec.ofed,
+// its target not its previous version.
+func movesOFED(ro *v1alpha1.DriverRollout) bool {
+	return ro != nil && ro.Spec.OFED != nil && ro.Spec.OFED.TargetVersion != ro.Spec.OFED.PreviousVersion
 }
 
 // DrainStats are how many times a rehearsal drained each node it drained.
@@ -108,7 +105,7 @@ func (o Options) withSeparate(c *Comparison, release string) error {
 		return nil
 	}
 	ro := c.Runs[k].Rehearsal.rollout
-	if ro == nil || ro.Spec.OFED == nil || ro.Spec.OFED.TargetVersion == ro.Spec.OFED.PreviousVersion || ro.Spec.TargetVersion == ro.Spec.PreviousVersion {
+	if !movesOFED(ro) || ro.Spec.TargetVersion == ro.Spec.PreviousVersion {
 		return nil
 	}
 	c.OFED = ofedOf(&c.Runs[k].Rehearsal)

@@ -3,6 +3,7 @@ package rehearse
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,11 @@ func TestCompareOFEDDrainsOncePerNode(t *testing.T) {
 			two = &c.Runs[k]
 		case one == nil && c.Runs[k].Actuator == "gpufleet":
 			one = &c.Runs[k]
+		}
+	}
+	for _, r := range c.Runs {
+		if r.Actuator == "gpu-operator" && !slices.Contains(r.Limits, operatorOFEDLimit) {
+			t.Errorf("the gpu-operator column does not say it moves the GPU driver alone: %q", r.Limits)
 		}
 	}
 	if one == nil || two == nil || one.Drains == nil || two.Drains == nil || len(two.Separate) != 2 {

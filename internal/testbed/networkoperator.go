@@ -145,9 +145,6 @@ func (o *NetworkOperator) LogTail(n int) string {
 		binOFEDUpgrade, o.proc.logPath, o.proc.tail(n), o.playerLog, tailFile(o.playerLog, n))
 }
 
-// Log returns the path of the upgrade controller's log.
-func (o *NetworkOperator) Log() string { return o.proc.logPath }
-
 func (o *NetworkOperator) stop() error {
 	if o == nil {
 		return nil
