@@ -115,9 +115,17 @@ func readySince(p *corev1.Pod) time.Time {
 
 // observeOFED fills in node n's OFED side from its OFED pod, and, where
 // GPUDirect RDMA is used, whether its GPU driver pod is older than the
-// OFED it runs on (planner.Node.DriverStale).
+// OFED it runs on (planner.Node.DriverStale). The planner reads that of a
+// pending node (which it does not settle Done with a stale driver) and of
+// one installing or rolling back: a pass over a fleet at rest looks up no
+// node's pods for it.
 func (r *Reconciler) observeOFED(ctx context.Context, ro *v1alpha1.DriverRollout, n *planner.Node, pod ofedPod) error {
 	n.OFEDVersion, n.OFEDReady, n.OFEDFailed = pod.version, pod.ready, pod.failed
+	switch n.Phase {
+	case "", v1alpha1.NodePending, v1alpha1.NodeInstalling, v1alpha1.NodeRollingBack:
+	default:
+		return nil
+	}
 	if !ro.Spec.OFED.Peermem || pod.readySince.IsZero() {
 		return nil
 	}
