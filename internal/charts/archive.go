@@ -5,13 +5,15 @@ import (
 	"fmt"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
 // ArchiveSource is one packaged chart (.tgz). It holds a single chart at a
 // single version: asking for another is ErrNotFound.
 type ArchiveSource struct {
 	Path string
+	// Root, when set, is the folder the archive must really be in,
+	// symbolic links resolved (see FolderSource.Root).
+	Root string
 }
 
 // String names the archive.
@@ -19,7 +21,7 @@ func (s *ArchiveSource) String() string { return s.Path }
 
 // Load loads the archive if it is name at version.
 func (s *ArchiveSource) Load(_ context.Context, name, version string) (*chart.Chart, error) {
-	ch, err := loader.LoadFile(s.Path)
+	ch, err := loadChart(s.Path, s.Root)
 	if err != nil {
 		return nil, fmt.Errorf("load chart archive %s: %w", s.Path, err)
 	}

@@ -6,7 +6,9 @@
 // archives cached on disk), an OCI registry, a single .tgz archive, or a
 // folder of unpacked charts laid out as <chart>/<version>/ (the chart may sit
 // a level or two deeper, as in a checkout of the operator's git repository;
-// symbolic links are followed). Render turns a chart and values into sorted
+// symbolic links are followed to find a chart, never out of the chart's own
+// folder, and never out of the fleet repository for a folder it holds: see
+// confine.go). Render turns a chart and values into sorted
 // objects the way `helm template` would, for a given Kubernetes version;
 // ManifestObjects and Renderer give the manifests chart mode its plain,
 // server-side-apply-clean objects; CRDs returns the CRDs the chart ships.

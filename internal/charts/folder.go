@@ -2,6 +2,7 @@ package charts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,8 +11,9 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpufleet/gpufleet/internal/fsutil"
 )
 
 // FolderSource finds charts in a folder laid out as <chart>/<version>/. The
@@ -21,15 +23,25 @@ import (
 // side by side (<chart>-<version>.tgz, as `helm package` writes them) are
 // found too.
 //
-// Symbolic links are followed at every level: a mirror of several versions
-// is often kept as <chart>/<version> links into a store of unpacked
-// releases, and a link must read like the folder it points to.
+// Symbolic links are followed to find a chart: a mirror of several
+// versions is often kept as <chart>/<version> links into a store of
+// unpacked releases, and a link must read like the folder it points to.
+// A chart's own files are another matter: once found, the chart is read
+// from its folder only, and a link in it that leaves that folder is
+// refused (see loadChartDir), since a template can print any file of its
+// chart. With Root set (a chart folder the fleet repository holds),
+// nothing outside Root is read at all, links to find the chart included.
 type FolderSource struct {
 	Dir string
+	// Root, when set, is the folder the source must stay inside: Dir, the
+	// version folders, the chart and every file of it must really be in
+	// Root, symbolic links resolved. A chart folder named by the fleet
+	// file has the fleet repository's root here.
+	Root string
 }
 
 // FolderLayouts says, for messages, how a chart folder may be laid out.
-const FolderLayouts = "<chart>/<version>/ (the chart, a folder up to three levels below it whose Chart.yaml names the chart, or a <chart>-<version>.tgz in it) or <chart>-<version>.tgz side by side; symbolic links are followed"
+const FolderLayouts = "<chart>/<version>/ (the chart, a folder up to three levels below it whose Chart.yaml names the chart, or a <chart>-<version>.tgz in it) or <chart>-<version>.tgz side by side; symbolic links are followed to find the chart, never out of the chart's own folder"
 
 // String names the folder.
 func (s *FolderSource) String() string { return s.Dir }
@@ -41,11 +53,14 @@ func (s *FolderSource) Load(_ context.Context, name, version string) (*chart.Cha
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			continue
 		}
-		path, err := findChart(dir, name)
+		if err := confine(s.Root, dir); err != nil {
+			return nil, err
+		}
+		path, err := findChart(dir, name, s.Root)
 		if err != nil {
 			return nil, err
 		}
-		ch, err := loader.Load(path)
+		ch, err := loadChart(path, s.Root)
 		if err != nil {
 			return nil, fmt.Errorf("load chart %s %s from %s: %w", name, version, path, err)
 		}
@@ -56,7 +71,7 @@ func (s *FolderSource) Load(_ context.Context, name, version string) (*chart.Cha
 	for _, v := range versionCandidates(version) {
 		path := filepath.Join(s.Dir, name+"-"+v+".tgz")
 		if _, err := os.Stat(path); err == nil {
-			return (&ArchiveSource{Path: path}).Load(context.Background(), name, version)
+			return (&ArchiveSource{Path: path, Root: s.Root}).Load(context.Background(), name, version)
 		}
 	}
 	return nil, fmt.Errorf("%w: %s %s in %s (no folder %s, no %s-%s.tgz; accepted layouts: %s)", ErrNotFound, name, version, s.Dir, filepath.Join(name, version), name, version, FolderLayouts)
@@ -93,14 +108,19 @@ func isDir(parent string, e fs.DirEntry) bool {
 // findChart returns the chart directory or archive for name under dir,
 // preferring the shallowest match; directories named charts are not entered,
 // since they hold subcharts. Symbolic links to folders are entered like
-// folders; the depth limit also ends any loop of links.
-func findChart(dir, name string) (string, error) {
+// folders; the depth limit also ends any loop of links. With root set, a
+// link that leaves root is refused before anything behind it is read.
+func findChart(dir, name, root string) (string, error) {
 	const maxDepth = 3
 	var found []string
 	var walk func(path string, depth int) error
 	walk = func(path string, depth int) error {
-		if chartName(filepath.Join(path, "Chart.yaml")) == name {
-			found = append(found, path)
+		if err := confine(root, filepath.Join(path, "Chart.yaml")); err == nil || errors.Is(err, fs.ErrNotExist) {
+			if chartName(filepath.Join(path, "Chart.yaml")) == name {
+				found = append(found, path)
+			}
+		} else {
+			return err
 		}
 		entries, err := os.ReadDir(path)
 		if err != nil {
@@ -111,6 +131,9 @@ func findChart(dir, name string) (string, error) {
 			if isDir(path, e) {
 				if depth+1 > maxDepth || e.Name() == "charts" || strings.HasPrefix(e.Name(), ".") {
 					continue
+				}
+				if err := confine(root, child); err != nil {
+					return err
 				}
 				if err := walk(child, depth+1); err != nil {
 					return err
@@ -124,6 +147,9 @@ func findChart(dir, name string) (string, error) {
 		return nil
 	}
 	if err := walk(dir, 0); err != nil {
+		if errors.Is(err, fsutil.ErrOutside) {
+			return "", err
+		}
 		return "", fmt.Errorf("look for chart %s in %s: %w", name, dir, err)
 	}
 	if len(found) == 0 {

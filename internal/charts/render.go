@@ -3,6 +3,7 @@ package charts
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -76,7 +77,7 @@ func Render(ch *chart.Chart, values map[string]any, opts RenderOptions) ([]Objec
 	}
 	files, err := engine.Render(ch, renderVals)
 	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", ch.Name(), err)
+		return nil, templateError(ch.Name(), err)
 	}
 	return parseRendered(files)
 }
@@ -91,6 +92,41 @@ type ValuesError struct {
 
 func (e *ValuesError) Error() string { return fmt.Sprintf("chart %s values: %v", e.Chart, e.Err) }
 func (e *ValuesError) Unwrap() error { return e.Err }
+
+// TemplateError is a chart template that failed to render. Its message
+// names the chart and the template (with line and column, as Helm gives
+// them) but not what the template said: a template's fail, required or
+// execution error can carry any file of its chart (.Files.Get), and its
+// text would reach the CI log and the annotations of a pull request.
+// Err holds Helm's error, for a caller that knows the chart is trusted;
+// it is not unwrapped, so that no %v prints it by accident.
+type TemplateError struct {
+	Chart string
+	// Template is where it failed: "gpu-operator/templates/x.yaml:3:4",
+	// or "" when Helm's error does not say.
+	Template string
+	Err      error
+}
+
+func (e *TemplateError) Error() string {
+	where := "a template"
+	if e.Template != "" {
+		where = "template " + e.Template
+	}
+	return fmt.Sprintf("render chart %s: %s failed (its message is not shown, as a template can put any file of its chart into it: run helm template on the chart to read it)", e.Chart, where)
+}
+
+// helmLocation finds the template in Helm's "execution error at
+// (chart/templates/x.yaml:3:4): …" and "parse error at (…): …".
+var helmLocation = regexp.MustCompile(`^(?:execution|parse) error (?:at|in) \(([^()\n]*)\)`)
+
+func templateError(chart string, err error) error {
+	te := &TemplateError{Chart: chart, Err: err}
+	if m := helmLocation.FindStringSubmatch(err.Error()); m != nil {
+		te.Template = m[1]
+	}
+	return te
+}
 
 func capabilities(opts RenderOptions) (*chartutil.Capabilities, error) {
 	kv := opts.KubeVersion

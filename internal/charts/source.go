@@ -37,6 +37,10 @@ type Options struct {
 	// PlainHTTP talks to an OCI registry over http rather than https (for a
 	// registry on localhost).
 	PlainHTTP bool
+	// Root, for a folder or archive, is the folder nothing may be read
+	// outside of (FolderSource.Root): the fleet repository's root when the
+	// fleet file names the charts, empty for a source the operator gives.
+	Root string
 }
 
 // NewSource returns the source ref names: an oci:// reference, an http(s)
@@ -55,11 +59,14 @@ func NewSource(ref string, opts Options) (Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart source %s: %w", ref, err)
 	}
+	if err := confine(opts.Root, ref); err != nil {
+		return nil, err
+	}
 	if fi.IsDir() {
-		return &FolderSource{Dir: ref}, nil
+		return &FolderSource{Dir: ref, Root: opts.Root}, nil
 	}
 	if strings.HasSuffix(ref, ".tgz") || strings.HasSuffix(ref, ".tar.gz") {
-		return &ArchiveSource{Path: ref}, nil
+		return &ArchiveSource{Path: ref, Root: opts.Root}, nil
 	}
 	return nil, fmt.Errorf("chart source %s: neither a folder, a .tgz archive, an http(s) repository nor an oci:// reference", ref)
 }

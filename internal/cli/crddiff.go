@@ -71,17 +71,17 @@ func (o *crdDiffOptions) validate() error {
 }
 
 func (o *crdDiffOptions) run(ctx context.Context, out io.Writer) error {
-	fleetRepo := ""
+	var fc fleetCharts
 	if o.chartsDir == "" && o.repo == "" {
 		if _, err := os.Stat(o.fleetFile); err == nil {
 			f, err := loadFleet(o.fleetFile)
 			if err != nil {
 				return err
 			}
-			fleetRepo = f.Charts.Repository
+			fc = chartsOf(f, false)
 		}
 	}
-	src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, fleetRepo)
+	src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, fc)
 	if err != nil {
 		return withCode(ExitUnknown, err)
 	}

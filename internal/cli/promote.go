@@ -143,7 +143,7 @@ func promotionResultOf(res *promote.Result, waits []promote.Waiting) PromotionRe
 // fleetRenderOptions renders as `gpufleet render` does with no --charts:
 // in the manifests mode, from the fleet file's chart repository.
 func fleetRenderOptions(ctx context.Context) func(*fleet.Fleet) (render.Options, error) {
-	return func(f *fleet.Fleet) (render.Options, error) { return renderOptionsFor(ctx, f, "", nil) }
+	return func(f *fleet.Fleet) (render.Options, error) { return renderOptionsFor(ctx, f, "", false, nil) }
 }
 
 func newStartCommand(s Streams) *cobra.Command {

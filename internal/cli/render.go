@@ -118,7 +118,7 @@ func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	// Rendering the charts of many releases takes a while: say which, on a
 	// terminal.
 	p := newProgress(errOut, chartVersions(f))
-	opts, err := renderOptionsFor(ctx, f, o.chartSource, p)
+	opts, err := renderOptionsFor(ctx, f, o.chartSource, false, p)
 	if err != nil {
 		return err
 	}
@@ -319,13 +319,13 @@ func printChanges(w io.Writer, format string, changes []render.Change, diffs []p
 }
 
 // renderOptionsFor gives render the operator charts when the fleet renders
-// them to manifests: from source, or else the fleet's [charts] repository.
-// Each chart loaded is reported on p, when given.
-func renderOptionsFor(ctx context.Context, f *fleet.Fleet, source string, p *progress) (render.Options, error) {
+// them to manifests: from source, or else the fleet's [charts] repository
+// (strict: see chartsOf). Each chart loaded is reported on p, when given.
+func renderOptionsFor(ctx context.Context, f *fleet.Fleet, source string, strict bool, p *progress) (render.Options, error) {
 	if f.Charts.Mode != fleet.ModeManifests {
 		return render.Options{}, nil
 	}
-	src, err := chartSource(source, "", "", f.Charts.Repository)
+	src, err := chartSource(source, "", "", chartsOf(f, strict))
 	if err != nil {
 		return render.Options{}, withCode(ExitUnknown, err)
 	}

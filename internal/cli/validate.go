@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/fsutil"
 )
 
 type validateOptions struct {
@@ -92,7 +94,7 @@ func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
-	src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, f.Charts.Repository)
+	src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, chartsOf(f, false))
 	if err != nil {
 		return withCode(ExitUnknown, err)
 	}
@@ -147,19 +149,37 @@ func chartVersions(f *fleet.Fleet) int {
 	return len(seen)
 }
 
-// chartSource picks the source the flags name, else the fleet file's.
-func chartSource(dir, repo, cache, fleetRepo string) (charts.Source, error) {
-	ref := fleetRepo
+// fleetCharts is where the fleet file says the operator charts are, and
+// the folder a chart folder it names must stay in (charts.Options.Root).
+type fleetCharts struct{ ref, root string }
+
+// chartsOf reads [charts] repository of f. A folder the fleet file names
+// relative to itself is in the fleet repository: nothing outside the
+// repository is read for it. strict (verify, the check a pull request
+// runs) confines an absolute folder to the repository too: there the
+// fleet file is the change's, not the operator's.
+func chartsOf(f *fleet.Fleet, strict bool) fleetCharts {
+	fc := fleetCharts{ref: f.Charts.Repository}
+	if f.Charts.InRepository || (strict && filepath.IsAbs(fc.ref)) {
+		fc.root = fsutil.RepositoryRoot(filepath.Dir(f.Path))
+	}
+	return fc
+}
+
+// chartSource picks the source the flags name (the operator's, read where
+// they point), else the fleet file's.
+func chartSource(dir, repo, cache string, fc fleetCharts) (charts.Source, error) {
+	ref, root := fc.ref, fc.root
 	switch {
 	case dir != "":
-		ref = dir
+		ref, root = dir, ""
 	case repo != "":
-		ref = repo
+		ref, root = repo, ""
 	}
 	if ref == "" {
 		ref = fleet.DefaultChartRepository
 	}
-	return charts.NewSource(ref, charts.Options{CacheDir: cache})
+	return charts.NewSource(ref, charts.Options{CacheDir: cache, Root: root})
 }
 
 func printReport(out, errOut io.Writer, format string, r *charts.Report, releases int) error {

@@ -149,7 +149,7 @@ func (o *verifyOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		// In the manifests mode render needs the charts too: the same
 		// ones validate reads.
 		Render: func(f *fleet.Fleet) (render.Options, error) {
-			return renderOptionsFor(ctx, f, cmp.Or(o.chartsDir, o.repo), nil)
+			return renderOptionsFor(ctx, f, cmp.Or(o.chartsDir, o.repo), true, nil)
 		},
 		NoValidate:    o.noValidate,
 		LintApplyTime: 30 * time.Second,
@@ -192,7 +192,7 @@ func (o *verifyOptions) run(ctx context.Context, out, errOut io.Writer) error {
 // else the fleet file's [charts] repository.
 func (o *verifyOptions) validateCharts(errOut io.Writer) func(context.Context, *fleet.Fleet) (*charts.Report, error) {
 	return func(ctx context.Context, f *fleet.Fleet) (*charts.Report, error) {
-		src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, f.Charts.Repository)
+		src, err := chartSource(o.chartsDir, o.repo, o.cacheDir, chartsOf(f, true))
 		if err != nil {
 			return nil, err
 		}

@@ -184,8 +184,19 @@ func (f *Fleet) validateService(probs *problemList, svc *Service, envs []string)
 	}
 	if svc.Namespace == "" {
 		probs.add(key, "namespace is required")
-	} else if !dnsLabel.MatchString(svc.Namespace) {
-		probs.add(key+".namespace", "%q is not a valid namespace", svc.Namespace)
+	} else if !dnsLabel.MatchString(svc.Namespace) || len(svc.Namespace) > 63 {
+		probs.add(key+".namespace", "%q is not a valid namespace: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit", svc.Namespace)
+	}
+	seen := map[string]int{}
+	for i, name := range svc.Secrets {
+		skey := fmt.Sprintf("%s.secrets[%d]", key, i)
+		switch j, dup := seen[name]; {
+		case !dnsSubdomain.MatchString(name) || len(name) > 253:
+			probs.add(skey, "%q is not a valid Secret name: use lower-case letters, digits, '-' and '.' (at most 253), starting and ending with a letter or digit; it names the file apps/<environment>/%s/secret-<name>.sops.yaml", name, svc.Name)
+		case dup:
+			probs.add(skey, "duplicate secret %q (also secrets[%d])", name, j)
+		}
+		seen[name] = i
 	}
 	if d, err := time.ParseDuration(svc.Startup); err != nil || d <= 0 {
 		if svc.Startup == "" {

@@ -55,6 +55,11 @@ type Charts struct {
 	// Mode is how render writes the operators: "helmrelease" (default) or
 	// "manifests" (the charts pre-rendered to plain objects).
 	Mode string `toml:"mode"`
+	// InRepository says Repository is a folder or archive the fleet file
+	// names relative to itself (manifests mode): a part of the fleet
+	// repository, which nothing read for the charts may leave. An absolute
+	// folder is the operator's machine's, as `gpufleet init` writes it.
+	InRepository bool `toml:"-"`
 }
 
 // Controller says where gpufleet-controller's image comes from

@@ -24,7 +24,24 @@ var (
 	kubeMinor = regexp.MustCompile(`^v?1\.[0-9]{1,3}(\.[0-9]+)?$`)
 	// labelValue is a Kubernetes label value (GPU product names are label values).
 	labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	// dnsSubdomain is a Kubernetes object name that may hold dots (a
+	// Secret's): DNS labels joined by single dots, so never "." or "..".
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
+
+// Every name the fleet file gives that render or `gpufleet secret` puts in
+// a path (clusters/<cluster>/, apps/<environment>/<service>/,
+// secret-<secret>.sops.yaml, nvidiadriver-<pool>-…, namespace-<ns>.yaml)
+// is checked here as a DNS label (a Secret's name as a DNS subdomain):
+// none can hold a slash, a "..", a newline or anything a shell or a CI
+// log would read as more than a name. render's writer refuses such paths
+// again (render.checkPath), in case a name ever bypasses these checks.
+
+// reservedEnvironments are the environment names whose folders render
+// already writes for something else.
+var reservedEnvironments = map[string]string{
+	"base": "apps/base holds every service's base, which the overlays of an environment named base would overwrite",
+}
 
 // validate checks everything Parse decoded, adding every problem to probs.
 func (f *Fleet) validate(probs *problemList) {
@@ -67,6 +84,7 @@ func (f *Fleet) validateCharts(probs *problemList) {
 		// named relative to the fleet file like everything it names.
 		if !filepath.IsAbs(repo) {
 			f.Charts.Repository = filepath.Join(filepath.Dir(f.Path), repo)
+			f.Charts.InRepository = true
 		}
 	default:
 		hint := ""
@@ -169,10 +187,13 @@ func IsDriverBranch(driver string) bool { return driverBranch.MatchString(driver
 func (f *Fleet) validateCluster(probs *problemList, c *Cluster) {
 	key := joinKey("clusters", c.Name)
 	checkName(probs, key, "cluster", c.Name)
-	if c.Environment == "" {
+	switch why, reserved := reservedEnvironments[c.Environment]; {
+	case c.Environment == "":
 		probs.add(key, "environment is required (e.g. staging, prod)")
-	} else if !dnsLabel.MatchString(c.Environment) {
-		probs.add(key+".environment", "%q is not a valid environment name: use lower-case letters, digits and '-'", c.Environment)
+	case !dnsLabel.MatchString(c.Environment) || len(c.Environment) > 63:
+		probs.add(key+".environment", "%q is not a valid environment name: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit", c.Environment)
+	case reserved:
+		probs.add(key+".environment", "%q is reserved and cannot name an environment: %s", c.Environment, why)
 	}
 	if c.Context == "" {
 		// The kubeconfig context defaults to the cluster's name, as most
