@@ -138,6 +138,12 @@ func (o *secretEncryptOptions) run(ctx context.Context, out io.Writer) error {
 	if o.namespace != "" {
 		namespace = o.namespace
 	}
+	// The names in rel are the fleet file's, checked when it loaded; the
+	// write still lands inside the repository only, through no link.
+	dir := filepath.Dir(o.fleetFile)
+	if err := fsutil.NoLinks(dir, filepath.FromSlash(rel)); err != nil {
+		return withCode(ExitFailed, fmt.Errorf("write %s: %w", rel, err))
+	}
 	tool, err := findSOPS(*o.sops)
 	if err != nil {
 		return err
@@ -146,7 +152,7 @@ func (o *secretEncryptOptions) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return withCode(sopsExit(err), err)
 	}
-	target := filepath.Join(filepath.Dir(o.fleetFile), filepath.FromSlash(rel))
+	target := filepath.Join(dir, filepath.FromSlash(rel))
 	if err := fsutil.WriteFileAtomic(target, enc); err != nil {
 		return withCode(ExitUnknown, err)
 	}

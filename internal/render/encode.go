@@ -36,11 +36,9 @@ func addFolderWithExtra(files map[string][]byte, dir string, objs []object, extr
 		} else if b, err = encodeObject(o.obj); err != nil {
 			return fmt.Errorf("%s: %w", o.file, err)
 		}
-		p := path.Join(dir, o.file)
-		if _, dup := files[p]; dup {
-			return fmt.Errorf("two objects render to %s", p)
+		if err := put(files, path.Join(dir, o.file), append([]byte(Header), b...)); err != nil {
+			return err
 		}
-		files[p] = append([]byte(Header), b...)
 		resources = append(resources, o.file)
 	}
 	slices.Sort(resources)
@@ -54,7 +52,17 @@ func addFolderWithExtra(files map[string][]byte, dir string, objs []object, extr
 	if err != nil {
 		return err
 	}
-	files[path.Join(dir, "kustomization.yaml")] = append([]byte(Header), b...)
+	return put(files, path.Join(dir, "kustomization.yaml"), append([]byte(Header), b...))
+}
+
+// put adds one file to the output; a second file at the same path is an
+// error, never a silent overwrite (two names the fleet file gives that
+// render to one folder).
+func put(files map[string][]byte, p string, b []byte) error {
+	if _, dup := files[p]; dup {
+		return fmt.Errorf("two objects render to %s", p)
+	}
+	files[p] = b
 	return nil
 }
 

@@ -64,7 +64,9 @@ func renderStack(f *fleet.Fleet, files map[string][]byte) error {
 			if err != nil {
 				return fmt.Errorf("overlay %s/%s: %w", env, name, err)
 			}
-			files[path.Join(AppsOverlay(env, name), "kustomization.yaml")] = b
+			if err := put(files, path.Join(AppsOverlay(env, name), "kustomization.yaml"), b); err != nil {
+				return err
+			}
 		}
 	}
 	if err := addFolder(files, infraControllers, controllerObjects(s)); err != nil {
@@ -81,8 +83,7 @@ func renderStack(f *fleet.Fleet, files map[string][]byte) error {
 			return err
 		}
 	}
-	files[".sops.yaml"] = sopsConfig(f)
-	return nil
+	return put(files, sopsConfigFile, sopsConfig(f))
 }
 
 func serviceLabels(svc *fleet.Service) map[string]string {

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -46,6 +48,9 @@ func Diff(out *Output, dir string) ([]Change, error) {
 // walking its folders, and those out holds are compared as they are read.
 // guard judges the switches of driver management (checkSwitches).
 func diff(out *Output, dir string, guard bool) ([]Change, map[string][]byte, error) {
+	if err := checkPaths(out, dir); err != nil {
+		return nil, nil, err
+	}
 	existing, err := generatedFiles(dir, out)
 	if err != nil {
 		return nil, nil, err
@@ -128,17 +133,27 @@ func compareStrings(a, b string) int {
 // clusters holds 150,000 of them.
 func generatedFiles(dir string, out *Output) (existingFiles, error) {
 	found := existingFiles{files: map[string]existingFile{}}
-	if ours, err := hasHeader(filepath.Join(dir, ".sops.yaml")); err == nil && ours {
-		found.ours = append(found.ours, ".sops.yaml")
+	// Not through a link (a person's own .sops.yaml may be one: then it is
+	// not render's; checkPaths refuses it where render would write it).
+	if fi, err := os.Lstat(filepath.Join(dir, sopsConfigFile)); err == nil && fi.Mode().IsRegular() {
+		if ours, err := hasHeader(filepath.Join(dir, sopsConfigFile)); err == nil && ours {
+			found.ours = append(found.ours, sopsConfigFile)
+		}
 	}
 	var paths []string // slash-separated, relative to dir, in walk order
-	for _, top := range []string{"clusters", "apps", "infrastructure"} {
+	for _, top := range ownedFolders {
 		root := filepath.Join(dir, top)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) && p == root {
 				return fs.SkipDir
 			}
 			if err != nil {
+				return err
+			}
+			// The walk sees every entry of the folders render owns, links
+			// included (it does not follow them): a link there, committed
+			// by hand, would have render read or write outside them.
+			if err := ownedEntry(p, d.Type()); err != nil {
 				return err
 			}
 			if d.IsDir() || filepath.Ext(p) != ".yaml" {
@@ -197,6 +212,72 @@ func hasHeader(path string) (bool, error) {
 	buf := make([]byte, len(Header))
 	n, _ := f.Read(buf)
 	return bytes.Equal(buf[:n], []byte(Header)), nil
+}
+
+// ownedFolders are the folders of the output render owns: it writes
+// there, and removes there the files an earlier render wrote. Beside them
+// it writes .sops.yaml alone (sopsConfigFile).
+var ownedFolders = []string{"clusters", "apps", "infrastructure"}
+
+const sopsConfigFile = ".sops.yaml"
+
+// ownedEntry refuses what render must not meet in its folders: a symbolic
+// link (render would read, and write, where it points) and anything but a
+// folder or a plain file (a pipe would block the read).
+func ownedEntry(p string, mode fs.FileMode) error {
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return &fsutil.LinkError{Path: p}
+	case mode.Type() != 0 && !mode.IsDir():
+		return fmt.Errorf("%s is not a file or folder (%v): render reads and writes plain files only", p, mode.Type())
+	}
+	return nil
+}
+
+// safeSegment is one part of a path render writes: a name the fleet file
+// checked (a DNS label or a chart version) within a fixed pattern.
+var safeSegment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+// checkPaths refuses an output that would write outside the folders render
+// owns: each path is relative, clean, made of plain names, under one of
+// ownedFolders or .sops.yaml. The fleet file's checks already keep every
+// name a plain DNS label (fleet's validate); this is the second lock, at
+// the door. .sops.yaml, outside the walked folders, must not be a link.
+func checkPaths(out *Output, dir string) error {
+	var bad []error
+	for p := range out.Files {
+		if err := checkPath(p); err != nil {
+			bad = append(bad, err)
+		}
+	}
+	if len(bad) > 0 {
+		slices.SortFunc(bad, func(a, b error) int { return compareStrings(a.Error(), b.Error()) })
+		return errors.Join(bad...)
+	}
+	if _, ok := out.Files[sopsConfigFile]; ok {
+		if err := fsutil.NoLinks(dir, sopsConfigFile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPath checks one output path (see checkPaths).
+func checkPath(p string) error {
+	if p == sopsConfigFile {
+		return nil
+	}
+	parts := strings.Split(p, "/")
+	ok := len(parts) > 1 && slices.Contains(ownedFolders, parts[0])
+	for _, part := range parts {
+		if part == "." || part == ".." || !safeSegment.MatchString(part) {
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("render would write %q, which is not a plain path in the folders it owns (%s, %s): refused", p, strings.Join(ownedFolders, ", "), sopsConfigFile)
+	}
+	return nil
 }
 
 // Write makes dir hold exactly out's files among those render writes. It
