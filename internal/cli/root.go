@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpufleet/gpufleet/internal/cilog"
 	"github.com/gpufleet/gpufleet/internal/promote"
 )
 
@@ -33,11 +35,23 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// logger controller-runtime prints a stack trace, 30 s into a long
 	// gate --wait or explain, only to say that none was set.
 	ctrllog.SetLogger(logr.Discard())
+	// Libraries log on the standard logger (Helm names each symbolic link
+	// it follows in a chart, a name the repository chose): its lines are
+	// made inert like every other line gpufleet prints (see Run).
+	log.SetOutput(inert(errOut))
 	return Run(ctx, args, Streams{In: in, Out: out, Err: errOut})
 }
 
 // Run executes one command line against streams and returns the exit code.
+//
+// Every line a command prints, on both streams, is made inert for the CI
+// system that may show it (package cilog): names and messages from a
+// fleet repository's change must not read as workflow commands in the
+// job's log. A terminal is left as it is (its progress lines redraw).
 func Run(ctx context.Context, args []string, s Streams) int {
+	out, errOut := inert(s.Out), inert(s.Err)
+	defer flush(out, errOut)
+	s = Streams{In: s.In, Out: out, Err: errOut}
 	root := NewRootCommand(s)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -56,6 +70,23 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		}
 	}
 	return exitCode(err)
+}
+
+// inert wraps w in a cilog.Writer, unless it is a terminal.
+func inert(w io.Writer) io.Writer {
+	if w == nil || isTerminal(w) {
+		return w
+	}
+	return cilog.NewWriter(w)
+}
+
+// flush writes what the cilog.Writers among ws hold.
+func flush(ws ...io.Writer) {
+	for _, w := range ws {
+		if cw, ok := w.(*cilog.Writer); ok {
+			_ = cw.Flush()
+		}
+	}
 }
 
 // isUsageError recognises the command-line errors cobra returns as plain

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/charts"
+	"github.com/gpufleet/gpufleet/internal/cilog"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fsutil"
 	"github.com/gpufleet/gpufleet/internal/render"
@@ -174,7 +175,8 @@ func (o *verifyOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	}
 	switch o.annotations {
 	case verify.AnnotationsGitHub:
-		if err := verify.WriteGitHub(out, rep); err != nil {
+		// The workflow commands verify means go below the inert stream.
+		if err := verify.WriteGitHub(cilog.Commands(out), rep); err != nil {
 			return err
 		}
 	case verify.AnnotationsGitLab:

@@ -19,6 +19,11 @@ const (
 // WriteGitHub writes each finding as a GitHub Actions workflow command
 // (`::error file=…,line=…,title=…::message`), which the runner shows on the
 // file and line of the pull request's diff and in the job's summary.
+//
+// Every value is one inert line (cilog.Line: no newline, so none reaches
+// the annotation, and nothing that ends the command) before it is escaped
+// as the runner unescapes it; w is where gpufleet's own commands go
+// (cilog.Commands).
 func WriteGitHub(w io.Writer, r *Report) error {
 	for _, f := range r.Findings {
 		props := []string{"file=" + ghProperty(f.File)}
@@ -44,13 +49,13 @@ func title(f Finding) string {
 
 // ghData escapes a workflow command's message as the runner unescapes it.
 func ghData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(printable(s))
 }
 
 // ghProperty escapes a workflow command's property value: ':' and ','
 // end it otherwise.
 func ghProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(printable(s))
 }
 
 // CodeQualityIssue is one entry of a GitLab Code Quality report, the
@@ -91,8 +96,8 @@ func CodeQuality(r *Report) []CodeQualityIssue {
 		// Commit hashes are left out: a rebase does not make an issue new.
 		sum := sha256.Sum256([]byte(strings.Join([]string{f.Kind, f.Step, f.File, commitHash.ReplaceAllString(f.Message, "")}, "\x00")))
 		out = append(out, CodeQualityIssue{
-			Description: f.Message, CheckName: "gpufleet-verify/" + f.Kind, Fingerprint: hex.EncodeToString(sum[:16]), Severity: sev,
-			Location: CodeQualityLocation{Path: f.File, Lines: CodeQualityLines{Begin: max(f.Line, 1)}},
+			Description: printable(f.Message), CheckName: printable("gpufleet-verify/" + f.Kind), Fingerprint: hex.EncodeToString(sum[:16]), Severity: sev,
+			Location: CodeQualityLocation{Path: printable(f.File), Lines: CodeQualityLines{Begin: max(f.Line, 1)}},
 		})
 	}
 	return out

@@ -1,6 +1,11 @@
 package verify
 
-import "slices"
+import (
+	"slices"
+	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/cilog"
+)
 
 // Check names, also the kinds of their findings. They are part of the
 // -o json document and of the annotations' titles: CI rules may match them.
@@ -117,8 +122,21 @@ func (r *Report) Check(name string) *Check {
 	return &r.Checks[i]
 }
 
+// addCheck and add are where every text of a check and a finding enters
+// the report, and so every printer (text, -o json, GitHub annotations,
+// GitLab's report): file names, object names, messages and chart errors
+// come from the change, and each is made one inert line here (see
+// package cilog), a line of a multi-line error joined with "; ".
 func (r *Report) addCheck(name, status, summary string) {
-	r.Checks = append(r.Checks, Check{Name: name, Status: status, Summary: summary})
+	r.Checks = append(r.Checks, Check{Name: name, Status: status, Summary: printable(summary)})
 }
 
-func (r *Report) add(f Finding) { r.Findings = append(r.Findings, f) }
+func (r *Report) add(f Finding) {
+	f.Kind, f.Step, f.File, f.Message = printable(f.Kind), printable(f.Step), printable(f.File), printable(f.Message)
+	r.Findings = append(r.Findings, f)
+}
+
+// printable is s as one inert line of a CI log.
+func printable(s string) string {
+	return cilog.Line(strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "; "))
+}
