@@ -87,6 +87,16 @@ func TestCIExamplesLint(t *testing.T) {
 		return strings.HasPrefix(s.Uses, "actions/checkout@")
 	}); i < 0 || job.Steps[i].With["fetch-depth"] != float64(0) {
 		t.Error("the checkout does not fetch the whole history (fetch-depth: 0): verify reads the base")
+	} else if job.Steps[i].With["persist-credentials"] != false {
+		t.Error("the checkout leaves its token in .git/config (persist-credentials: false)")
+	}
+	// Every action is pinned by a full commit, with the release it is as a
+	// comment: a tag can be moved to other code.
+	pinned := regexp.MustCompile(`^\s*- uses: [\w.-]+/[\w.-]+@[0-9a-f]{40} # v[0-9]+\.[0-9]+\.[0-9]+$`)
+	for _, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "uses:") && !pinned.MatchString(l) {
+			t.Errorf("not pinned by commit: %q", l)
+		}
 	}
 
 	src, err = os.ReadFile("../../examples/ci/gitlab-ci.yml")
