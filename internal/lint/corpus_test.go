@@ -29,7 +29,17 @@ var update = flag.Bool("update", false, "rewrite testdata/corpus/*/want.txt")
 //   - helmrelease-depends-on: a HelmRelease dependsOn to nothing;
 //   - invalid-durations: durations the API server refuses (read as 0s);
 //   - webhook-token-missing: the push Receiver's token not yet written,
-//     with the command that writes it.
+//     with the command that writes it;
+//   - plaintext-json: a Secret in a .json resource (kustomize reads JSON
+//     as YAML), beside JSON files that are not manifests;
+//   - plaintext-in-list: Secrets as items of a List, a List in a List and
+//     a SecretList, which kustomize expands;
+//   - inline-patches: Secret data written by patches (strategic merge and
+//     JSON 6902; inline, in a file, by target; patches,
+//     patchesStrategicMerge and patchesJson6902);
+//   - generator-everywhere: secretGenerator in a Component, with the older
+//     env:, and in a kustomization no Flux Kustomization builds, with a
+//     file outside the repository (which kustomize refuses).
 func TestCorpus(t *testing.T) {
 	cases, err := filepath.Glob("testdata/corpus/*")
 	if err != nil || len(cases) == 0 {

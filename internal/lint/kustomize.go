@@ -2,7 +2,6 @@ package lint
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -27,24 +26,26 @@ func (r *repo) kustomizationOf(dir string) (string, *doc) {
 	return "", nil
 }
 
-// exists tells whether the slash path p (relative to the root) is on disk:
-// any file, not only the YAML lint parses (a kustomization may list JSON,
-// an env file, a folder).
+// exists tells whether the slash path p (relative to the root) is in the
+// repository: any file, not only the manifests lint parses (a
+// kustomization may list an env file, a folder). A path that leaves the
+// repository is not in it: kustomize refuses to read it.
 func (r *repo) exists(p string) bool {
-	_, err := os.Stat(filepath.Join(r.root, filepath.FromSlash(p)))
+	_, err := r.fs.Stat(filepath.FromSlash(p))
 	return err == nil
 }
 
 func (r *repo) isDir(p string) bool {
-	st, err := os.Stat(filepath.Join(r.root, filepath.FromSlash(p)))
+	st, err := r.fs.Stat(filepath.FromSlash(p))
 	return err == nil && st.IsDir()
 }
 
 // build walks what kustomize builds from dir: resources and components,
 // recursively. It returns the YAML files applied (for their workloads) and
-// the findings of every kustomization file on the way: a resource, patch,
-// component or generator file that is listed but missing, and Secrets
-// generated from plaintext.
+// the findings of every kustomization file on the way: a resource, patch
+// or component that is listed but missing. (What they generate or patch
+// into Secrets is checked for every kustomization file: see
+// kustomizationSecrets.)
 func (r *repo) build(dir string) ([]string, []Finding) {
 	var applied []string
 	var findings []Finding
@@ -98,7 +99,6 @@ func (r *repo) build(dir string) ([]string, []Finding) {
 				missing(p, "patch", "add the patch file or remove the entry")
 			}
 		}
-		findings = append(findings, r.secretGenerators(dir, kf, kd)...)
 	}
 	walk(dir)
 	return applied, findings

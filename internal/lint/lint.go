@@ -36,6 +36,11 @@ func Run(root string, opts Options) (*Report, error) {
 		rep.Findings = append(rep.Findings, plaintextSecret(d)...)
 		rep.Findings = append(rep.Findings, checkDurations(d)...)
 	}
+	for file, docs := range r.files {
+		if isKustomizationFile(file) {
+			rep.Findings = append(rep.Findings, r.kustomizationSecrets(file, docs[0])...)
+		}
+	}
 	ks := fluxKustomizations(r)
 	rep.Findings = append(rep.Findings, checkKustomizations(r, ks)...)
 	rep.Findings = append(rep.Findings, checkHelmReleases(r)...)

@@ -24,20 +24,45 @@ type doc struct {
 	// patch: the file is a patch a kustomization applies to an object
 	// defined elsewhere, not an object of its own.
 	patch bool
+	// shift is added to the node's lines: a document parsed from a string
+	// of another file (an inline patch) starts below that string's key.
+	shift int
 }
+
+// line is the line in d's file of the key at path (keyLine).
+func (d *doc) line(path ...string) int { return keyLine(d.node, path...) + d.shift }
 
 // repo is every YAML document of a repository, by file.
 type repo struct {
-	root  string
+	root string
+	// fs reads the repository: a path that leaves it, by .. or through a
+	// symbolic link, is refused (os.Root), as kustomize refuses it.
+	fs    *os.Root
 	docs  []*doc
 	files map[string][]*doc
 }
 
-// load reads every .yaml/.yml file under root, skipping .git.
+// manifestFile says whether lint reads a file as manifests: YAML, and JSON,
+// which kustomize reads as YAML (a resource, a patch, a List).
+func manifestFile(name string) bool {
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return name == "Kustomization"
+}
+
+// load reads every manifest file under root (manifestFile), skipping .git.
+// The items of a List (any kind ending in List that has items, as
+// kustomize expands them) are documents of their own.
 func load(root string) (*repo, []Finding, error) {
-	r := &repo{root: root, files: map[string][]*doc{}}
+	fsys, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read repository %s: %w", root, err)
+	}
+	r := &repo{root: root, fs: fsys, files: map[string][]*doc{}}
 	var findings []Finding
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -47,15 +72,23 @@ func load(root string) (*repo, []Finding, error) {
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" && d.Name() != "Kustomization" {
+		if !manifestFile(d.Name()) {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		b, err := os.ReadFile(p)
+		b, err := r.read(rel)
 		if err != nil {
+			if d.Type()&fs.ModeSymlink != 0 {
+				// A link out of the repository (or a dangling one):
+				// nothing reads it, kustomize neither.
+				findings = append(findings, Finding{File: rel, Line: 1, Severity: Error, Rule: "link-outside",
+					Message: "symbolic link out of the repository (or to nothing): lint does not read it, kustomize refuses it", Fix: "replace the link with the file itself"})
+				return nil
+			}
 			return err
 		}
+		isJSON := filepath.Ext(rel) == ".json"
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		for {
 			var n yaml.Node
@@ -64,19 +97,20 @@ func load(root string) (*repo, []Finding, error) {
 				break
 			}
 			if err != nil {
-				findings = append(findings, Finding{File: rel, Line: 1, Severity: Error, Rule: "yaml", Message: fmt.Sprintf("not valid YAML: %v", err), Fix: "fix the syntax"})
+				if !isJSON {
+					// A JSON file that is not JSON (a comment, a template) is
+					// no manifest: kustomize fails on it where it is listed.
+					findings = append(findings, Finding{File: rel, Line: 1, Severity: Error, Rule: "yaml", Message: fmt.Sprintf("not valid YAML: %v", err), Fix: "fix the syntax"})
+				}
 				break
 			}
-			if len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
+			if len(n.Content) == 0 {
 				continue
 			}
-			d := &doc{file: rel, node: n.Content[0]}
-			d.apiVersion = scalar(d.node, "apiVersion")
-			d.kind = scalar(d.node, "kind")
-			d.name = scalar(d.node, "metadata", "name")
-			d.namespace = scalar(d.node, "metadata", "namespace")
-			r.docs = append(r.docs, d)
-			r.files[rel] = append(r.files[rel], d)
+			for _, d := range objects(rel, n.Content[0], 0) {
+				r.docs = append(r.docs, d)
+				r.files[rel] = append(r.files[rel], d)
+			}
 		}
 		return nil
 	})
@@ -85,6 +119,33 @@ func load(root string) (*repo, []Finding, error) {
 	}
 	r.markPatches()
 	return r, findings, nil
+}
+
+// read reads the slash path p, relative to the root, without leaving it.
+func (r *repo) read(p string) ([]byte, error) { return r.fs.ReadFile(filepath.FromSlash(p)) }
+
+// objects are the documents a YAML node is to kustomize: the mapping
+// itself, or, for a List, its items (Lists in Lists too). shift is added to
+// every line: a node parsed from a string inside another file (an inline
+// patch) is placed in that file.
+func objects(file string, n *yaml.Node, shift int) []*doc {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	d := &doc{file: file, node: n, shift: shift}
+	d.apiVersion = scalar(n, "apiVersion")
+	d.kind = scalar(n, "kind")
+	d.name = scalar(n, "metadata", "name")
+	d.namespace = scalar(n, "metadata", "namespace")
+	if _, list := entry(n, "items"); list != nil && strings.HasSuffix(d.kind, "List") {
+		var out []*doc
+		for _, item := range items(list) {
+			out = append(out, objects(file, item, shift)...)
+		}
+		return out
+	}
+	return []*doc{d}
 }
 
 // resolve follows a YAML alias (*anchor) to the node it names.
