@@ -177,6 +177,29 @@ func TestFleetChartFolderStaysInRepository(t *testing.T) {
 	}
 }
 
+// TestVerifyRefusesLinkedFleetFile: a fleet file committed as a link out
+// of the repository is not read by verify.
+func TestVerifyRefusesLinkedFleetFile(t *testing.T) {
+	dir, fleetFile, git := renderedRepo(t, fleettest.ExampleWithoutStack(t))
+	secret := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(secret, []byte("CI_ONLY_KEY = \"CI-ONLY-TOKEN-5f1e2d\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git("checkout", "-q", "-b", "change")
+	if err := os.Remove(fleetFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, fleetFile); err != nil {
+		t.Skipf("symbolic links unavailable here: %v", err)
+	}
+	git("add", "-A")
+	git("commit", "-q", "-m", "fleet.toml linked out")
+	code, out, errOut := run(t, "verify", "--base", "main", "-f", fleetFile, "--no-gate", "--no-validate")
+	if code != ExitFailed || !strings.Contains(errOut, "leaves") || strings.Contains(out+errOut, "CI_ONLY_KEY") {
+		t.Errorf("verify of a fleet file linked out of %s: exit %d\n%s%s", dir, code, out, errOut)
+	}
+}
+
 // TestRenderRefusesLinkedOutputFolder: a folder of the rendered tree
 // committed as a symbolic link is refused by render (nothing written
 // where it points) and by verify's rendered check.

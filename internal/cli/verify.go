@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -145,6 +146,11 @@ func (o *verifyOptions) validate(cmd *cobra.Command) error {
 }
 
 func (o *verifyOptions) run(ctx context.Context, out, errOut io.Writer) error {
+	// The fleet file is the change's too: committed as a link out of the
+	// repository, it would have verify read, and quote, a file of the job.
+	if _, err := fsutil.ResolveWithin(fsutil.RepositoryRoot(filepath.Dir(o.fleetFile)), o.fleetFile); errors.Is(err, fsutil.ErrOutside) {
+		return withCode(ExitFailed, fmt.Errorf("the fleet file: %w", err))
+	}
 	vo := verify.Options{
 		FleetFile: o.fleetFile, Base: o.base, Revision: o.revision,
 		// In the manifests mode render needs the charts too: the same
