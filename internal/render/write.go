@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -234,9 +233,26 @@ func ownedEntry(p string, mode fs.FileMode) error {
 	return nil
 }
 
-// safeSegment is one part of a path render writes: a name the fleet file
-// checked (a DNS label or a chart version) within a fixed pattern.
-var safeSegment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+// safeSegment says whether part is one part of a path render writes: a
+// name the fleet file checked (a DNS label, a chart version) within a
+// fixed pattern: letters, digits, '.', '_', '+' and '-', starting with a
+// letter or digit (so never "." or ".."). Byte by byte rather than a
+// regular expression: a large fleet's render checks a million of them.
+func safeSegment(part string) bool {
+	if part == "" || !isAlnum(part[0]) {
+		return false
+	}
+	for i := 1; i < len(part); i++ {
+		if c := part[i]; !isAlnum(c) && c != '.' && c != '_' && c != '+' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // checkPaths refuses an output that would write outside the folders render
 // owns: each path is relative, clean, made of plain names, under one of
@@ -267,12 +283,10 @@ func checkPath(p string) error {
 	if p == sopsConfigFile {
 		return nil
 	}
-	parts := strings.Split(p, "/")
-	ok := len(parts) > 1 && slices.Contains(ownedFolders, parts[0])
-	for _, part := range parts {
-		if part == "." || part == ".." || !safeSegment.MatchString(part) {
-			ok = false
-		}
+	top, rest, nested := strings.Cut(p, "/")
+	ok := nested && slices.Contains(ownedFolders, top)
+	for part := range strings.SplitSeq(rest, "/") {
+		ok = ok && safeSegment(part)
 	}
 	if !ok {
 		return fmt.Errorf("render would write %q, which is not a plain path in the folders it owns (%s, %s): refused", p, strings.Join(ownedFolders, ", "), sopsConfigFile)
