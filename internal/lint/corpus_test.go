@@ -36,7 +36,8 @@ var update = flag.Bool("update", false, "rewrite testdata/corpus/*/want.txt")
 //     a SecretList, which kustomize expands;
 //   - inline-patches: Secret data written by patches (strategic merge and
 //     JSON 6902; inline, in a file, by target; patches,
-//     patchesStrategicMerge and patchesJson6902);
+//     patchesStrategicMerge and patchesJson6902; a Flux Kustomization's
+//     spec.patches);
 //   - generator-everywhere: secretGenerator in a Component, with the older
 //     env:, and in a kustomization no Flux Kustomization builds, with a
 //     file outside the repository (which kustomize refuses).

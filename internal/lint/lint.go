@@ -35,6 +35,9 @@ func Run(root string, opts Options) (*Report, error) {
 	for _, d := range r.docs {
 		rep.Findings = append(rep.Findings, plaintextSecret(d)...)
 		rep.Findings = append(rep.Findings, checkDurations(d)...)
+		if d.isFluxKustomization() {
+			rep.Findings = append(rep.Findings, fluxPatchSecrets(d)...)
+		}
 	}
 	for file, docs := range r.files {
 		if isKustomizationFile(file) {

@@ -144,6 +144,22 @@ func (r *repo) kustomizationSecrets(kf string, kd *doc) []Finding {
 	return out
 }
 
+// fluxPatchSecrets reports the plaintext Secret data the inline patches of
+// a Flux Kustomization (spec.patches, which kustomize-controller applies
+// with kustomize) write, read as kustomize reads them.
+func fluxPatchSecrets(d *doc) []Finding {
+	var out []Finding
+	for _, pn := range items(lookup(d.node, "spec", "patches")) {
+		var p kusttypes.Patch
+		if err := pn.Decode(&p); err != nil || p.Patch == "" {
+			continue // the API server refuses it: not a Secret in Git
+		}
+		_, text := entry(pn, "patch")
+		out = append(out, patchSecrets(d.file, text.Value, inlineShift(text)+d.shift, p.Target, false)...)
+	}
+	return out
+}
+
 // generatorSecrets reports the plaintext a secretGenerator entry g (node
 // n of file kf, in dir) puts into its Secret.
 func (r *repo) generatorSecrets(kf, dir string, n *yaml.Node, g kusttypes.SecretArgs) []Finding {
