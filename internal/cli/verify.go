@@ -62,9 +62,18 @@ compares the base revision REV with the work tree:
              abort) allow from the base's state; a hand edit that skips a
              wave, approves what does not wait or drops an abort is refused,
              naming the step and the line
+  clusters   what each cluster runs (the files of its operators, config and
+             lifecycle steps, rendered) changes only through those steps:
+             an edit of a release a cluster runs, of the waves under a
+             rollout, of the charts' source or of a chart folder in the
+             repository is refused at the line that causes it; pools, notes,
+             releases no cluster runs and a policy where nothing rolls out
+             may change. Waves and policy are never edited in a change that
+             takes promotion steps
   gate       each step of that sequence that needs the gate has it passing on
-             the live clusters now (--kubeconfig), at the commit Flux applied
-             (--revision, default REV); fails closed. A step whose commit says
+             the live clusters now (--kubeconfig, through the base's
+             contexts), at the commit Flux applied (--revision, default
+             REV); fails closed. A step whose commit says
              the gate was skipped (--skip-gate) is shown as a warning and not
              gated again; --refuse-skip-gate makes it a failure
 

@@ -248,3 +248,45 @@ func TestVerifyValidatesCharts(t *testing.T) {
 		t.Errorf("exit %d, want 0 with validate passed\n%s%s", code, out, errOut)
 	}
 }
+
+// TestVerifyCommandRefusesWhatMovesClusters: the issue's cases through the
+// command line, in the middle of a rollout: a change of the stable
+// release's driver, of the release in flight's driver, and a production
+// cluster moved into the wave in flight each exit 1 at their line, though
+// [promotion] is unchanged; a new release beside the rollout exits 0.
+func TestVerifyCommandRefusesWhatMovesClusters(t *testing.T) {
+	_, fleetFile, git := verifyRepo(t)
+	src, err := os.ReadFile(fleetFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		edits []string
+		code  int
+		says  string
+	}{
+		{[]string{`driver = "570.172.08"`, `driver = "570.195.03"`}, ExitFailed, "releases.r2026-06.driver changed (570.172.08 → 570.195.03) while r2026-06 runs on 4 cluster(s)"},
+		{[]string{`driver = "580.95.05"`, `driver = "580.105.08"`}, ExitFailed, "releases.r2026-10.driver changed (580.95.05 → 580.105.08) while r2026-10 runs on 1 cluster(s) (stg-h100)"},
+		{[]string{`clusters = ["stg-h100"]`, `clusters = ["stg-h100", "prod-h100-b"]`, `clusters = ["prod-h100-a", "prod-h100-b"]`, `clusters = ["prod-h100-a"]`}, ExitFailed, "cluster prod-h100-b moves to release r2026-10 (it runs r2026-06) because the waves changed"},
+		{[]string{"[clusters.stg-h100]", "[releases.r2027-01]\ngpu-operator = \"v25.10.1\"\ndriver = \"580.105.08\"\n\n[clusters.stg-h100]"}, ExitOK, "clusters   passed"},
+	} {
+		git("checkout", "-q", "-B", "case-"+strconv.Itoa(i), "main")
+		text := string(src)
+		for j := 0; j < len(c.edits); j += 2 {
+			if !strings.Contains(text, c.edits[j]) {
+				t.Fatalf("case %d: no %q in the fleet file", i, c.edits[j])
+			}
+			text = strings.Replace(text, c.edits[j], c.edits[j+1], 1)
+		}
+		if err := os.WriteFile(fleetFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, "render", "-f", fleetFile)
+		git("add", "-A")
+		git("commit", "-q", "-m", "an edit")
+		code, out, errOut := run(t, "verify", "--base", "main", "-f", fleetFile, "--no-validate", "--no-gate")
+		if code != c.code || !strings.Contains(out, c.says) {
+			t.Errorf("case %d: exit %d (want %d), want %q in\n%s%s", i, code, c.code, c.says, out, errOut)
+		}
+	}
+}

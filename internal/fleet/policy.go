@@ -494,3 +494,16 @@ func parseWindow(w rawWindow) (Window, []fieldError) {
 	}
 	return win, errs
 }
+
+// PolicyKey is the most specific table of the fleet file that sets field
+// of cluster's policy ("policy.environments.prod.soak"), or "policy" when
+// none does: where a message about that setting points.
+func (f *Fleet) PolicyKey(cluster, field string) string {
+	if f.Clusters[cluster] == nil {
+		return "policy"
+	}
+	if key := f.policyKeyFor(cluster, field); key != joinKey("clusters", cluster) {
+		return key
+	}
+	return "policy"
+}

@@ -72,8 +72,15 @@ func passingGate(context.Context, *fleet.Fleet, []string) (bool, string, error) 
 // apply makes one commit by the promotion commands' own code path.
 func (r *fleetRepo) apply(m promote.Mutation, skipGate string) {
 	r.t.Helper()
+	r.applyWith(nil, m, skipGate)
+}
+
+// applyWith is apply, rendering with opts (the charts, in the manifests
+// mode).
+func (r *fleetRepo) applyWith(opts func(*fleet.Fleet) (render.Options, error), m promote.Mutation, skipGate string) {
+	r.t.Helper()
 	_, err := promote.Apply(context.Background(), promote.Options{
-		FleetFile: r.file, Mutation: m, Gate: passingGate, SkipGate: skipGate != "", Reason: skipGate,
+		FleetFile: r.file, Mutation: m, Gate: passingGate, SkipGate: skipGate != "", Reason: skipGate, Render: opts,
 		Canary: func(context.Context, *fleet.Fleet, string) (bool, string, error) { return true, "waits", nil },
 	})
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 type repo struct {
 	// dir holds the fleet file; prefix is dir relative to the repository
 	// root ("" or "fleet/"), so that findings name paths from the root as
-	// CI systems want them.
-	dir, prefix string
+	// CI systems want them; top is the root.
+	dir, prefix, top string
 }
 
 func openRepo(fleetFile string) (*repo, error) {
@@ -23,7 +23,11 @@ func openRepo(fleetFile string) (*repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not in a git repository: verify compares its base revision with the work tree (%w)", dir, err)
 	}
-	return &repo{dir: dir, prefix: strings.TrimSpace(prefix)}, nil
+	top, err := gitOut(dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, err
+	}
+	return &repo{dir: dir, prefix: strings.TrimSpace(prefix), top: strings.TrimSpace(top)}, nil
 }
 
 // path is the repository path of rel, a path relative to dir.
@@ -98,4 +102,19 @@ func gitOut(dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// extract writes the files under path (relative to the repository root)
+// at commit into dst, as they are there: regular files and symbolic links
+// (a chart's links are judged where the chart is loaded). It is how verify
+// reads what the base names beside its fleet file (its chart folder)
+// without touching the work tree.
+func (r *repo) extract(commit, path, dst string) error {
+	cmd := exec.Command("git", "-C", r.top, "archive", "--format=tar", commit, "--", path)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git archive %s -- %s: %w: %s", short(commit), path, err, strings.TrimSpace(stderr.String()))
+	}
+	return untar(&stdout, dst)
 }

@@ -101,8 +101,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	v.rendered()
 	v.validate(ctx)
 	v.lint()
-	steps := v.promotion(base)
-	v.gate(ctx, steps)
+	b, unknown := v.loadBase(base)
+	var baseFleet *fleet.Fleet
+	var baseOpts render.Options
+	if b != nil {
+		defer b.cleanup()
+		baseFleet, baseOpts = b.f, b.opts
+	}
+	steps, onHead := v.promotion(base, baseFleet, unknown)
+	v.clusters(baseFleet, onHead, steps, baseOpts)
+	v.gate(ctx, steps, baseFleet)
 	return rep, nil
 }
 
@@ -223,23 +231,18 @@ type gatedStep struct {
 	commit *commit
 }
 
-// promotion finds the steps of the change of [promotion]; nil when there
-// is none (the check failed or could not be made).
-func (v *run) promotion(base string) []gatedStep {
-	fail := func(status, summary string) []gatedStep {
+// promotion finds the steps of the change of [promotion] from base, the
+// base's fleet file (nil when it could not be read, and unknown says why).
+// It returns the steps, nil when there is none (the check failed or could
+// not be made), and the head's fleet file in the base's promotion state,
+// nil when that state does not hold there.
+func (v *run) promotion(base string, baseFleet *fleet.Fleet, unknown string) ([]gatedStep, *fleet.Fleet) {
+	fail := func(status, summary string) ([]gatedStep, *fleet.Fleet) {
 		v.rep.addCheck(CheckPromotion, status, summary)
-		return nil
+		return nil, nil
 	}
-	data, ok, err := v.r.show(base, v.fleetPath)
-	switch {
-	case err != nil:
-		return fail(StatusUnknown, "could not read the base's fleet file: "+err.Error())
-	case !ok:
-		return fail(StatusUnknown, fmt.Sprintf("%s does not exist at the base %s: there is no promotion state to compare with", v.fleetPath, short(base)))
-	}
-	baseFleet, err := fleet.Parse(v.fleetPath, data)
-	if err != nil {
-		return fail(StatusUnknown, fmt.Sprintf("the base's %s does not load: %v", v.fleetPath, err))
+	if baseFleet == nil {
+		return fail(StatusUnknown, unknown)
 	}
 	// The base's [promotion] must still mean something on the head's
 	// fleet (its rollout's release and wave exist, its stage does): the
@@ -247,11 +250,15 @@ func (v *run) promotion(base string) []gatedStep {
 	src, err := promote.Edit(v.head.Source, v.head.Promotion, baseFleet.Promotion)
 	var onHead *fleet.Fleet
 	if err == nil {
-		onHead, err = fleet.Parse(v.fleetPath, src)
+		onHead, err = fleet.Parse(v.head.Path, src)
 	}
 	if err != nil {
 		v.rep.add(Finding{Kind: CheckPromotion, File: v.fleetPath, Line: v.at("promotion"), Message: fmt.Sprintf("the base's promotion state (%s) does not hold on this fleet file: %v; change waves and releases under a rollout only once it is stable or its abort has ended", where(baseFleet, baseFleet.Promotion), oneLine(err)), Severity: SeverityError})
 		return fail(StatusFailed, "the change edits what the rollout in flight stands on")
+	}
+	fail = func(status, summary string) ([]gatedStep, *fleet.Fleet) {
+		v.rep.addCheck(CheckPromotion, status, summary)
+		return nil, onHead
 	}
 	commits, err := v.r.commits(base)
 	if err != nil {
@@ -299,7 +306,7 @@ func (v *run) promotion(base string) []gatedStep {
 	} else {
 		v.rep.addCheck(CheckPromotion, StatusPassed, fmt.Sprintf("%d step(s) the promotion commands allow: %s", len(steps), strings.Join(names, "; ")))
 	}
-	return out
+	return out, onHead
 }
 
 // findCommit returns the first commit not in used whose subject is the
@@ -313,7 +320,11 @@ func findCommit(commits []commit, st promote.Step, used map[*commit]bool) *commi
 	return nil
 }
 
-func (v *run) gate(ctx context.Context, steps []gatedStep) {
+// gate gates the steps that need it, on the live clusters reached through
+// the base's kubeconfig contexts: the change's own mapping is input, and a
+// change that moves a cluster's context while it needs the gate there is
+// refused (the gate would judge one cluster and Flux apply to another).
+func (v *run) gate(ctx context.Context, steps []gatedStep, base *fleet.Fleet) {
 	if v.rep.Check(CheckPromotion).Status != StatusPassed {
 		v.rep.addCheck(CheckGate, StatusSkipped, "no sequence of promotion steps to gate")
 		return
@@ -330,6 +341,7 @@ func (v *run) gate(ctx context.Context, steps []gatedStep) {
 	}
 	line := v.at("promotion.rollout")
 	failed, unknown, skipped, passed := 0, 0, 0, 0
+	failed += v.contextsMoved(steps, gated, base)
 	for _, i := range gated {
 		gs, sr := steps[i], &v.rep.Steps[i]
 		if c := gs.commit; c != nil && c.skipped != "" && gs.step.GateRequired == "" {
@@ -344,7 +356,7 @@ func (v *run) gate(ctx context.Context, steps []gatedStep) {
 			sr.GateStatus = StatusSkipped
 			continue
 		}
-		gr := v.o.Gate(ctx, v.head.WithPromotion(gs.before), gs.step.Gate, v.rep.Revision)
+		gr := v.o.Gate(ctx, v.head.WithPromotion(gs.before).WithContextsOf(base), gs.step.Gate, v.rep.Revision)
 		switch gr.Verdict() {
 		case gate.Pass:
 			passed++
@@ -383,6 +395,26 @@ func (v *run) gate(ctx context.Context, steps []gatedStep) {
 	default:
 		v.rep.addCheck(CheckGate, StatusPassed, summary)
 	}
+}
+
+// contextsMoved refuses each cluster a gated step needs whose kubeconfig
+// context the change moves, and returns how many it refused.
+func (v *run) contextsMoved(steps []gatedStep, gated []int, base *fleet.Fleet) int {
+	seen := map[string]bool{}
+	n := 0
+	for _, i := range gated {
+		for _, name := range steps[i].step.Gate {
+			was, now := base.Clusters[name], v.head.Clusters[name]
+			if seen[name] || was == nil || now == nil || was.Context == now.Context {
+				continue
+			}
+			seen[name] = true
+			n++
+			v.rep.add(Finding{Kind: CheckGate, Step: steps[i].step.Summary, File: v.fleetPath, Line: v.at("clusters." + name + ".context"), Severity: SeverityError,
+				Message: fmt.Sprintf("the kubeconfig context of cluster %s changes (%s → %s) in a change that needs the gate there: the gate reaches it as the base says; change the context in a change of its own", name, was.Context, now.Context)})
+		}
+	}
+	return n
 }
 
 // skippedGate reports, loudly, a step committed with --skip-gate, and

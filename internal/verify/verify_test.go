@@ -101,7 +101,7 @@ func TestVerifyBranches(t *testing.T) {
 		if len(calls) != 1 || !strings.Contains(calls[0].rollout, "rollout=r2026-10@staging/all") || !strings.Contains(calls[0].rollout, "approved=r2026-10/prod-h100") {
 			t.Errorf("gate calls: %+v", calls)
 		}
-		if diff := cmp.Diff(map[string]string{CheckRendered: StatusPassed, CheckValidate: StatusSkipped, CheckLint: StatusPassed, CheckPromotion: StatusPassed, CheckGate: StatusPassed}, status(rep)); diff != "" {
+		if diff := cmp.Diff(map[string]string{CheckRendered: StatusPassed, CheckValidate: StatusSkipped, CheckLint: StatusPassed, CheckPromotion: StatusPassed, CheckClusters: StatusPassed, CheckGate: StatusPassed}, status(rep)); diff != "" {
 			t.Errorf("checks (-want +got):\n%s", diff)
 		}
 	})
