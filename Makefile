@@ -1,4 +1,4 @@
-# gpufleet — see README.md for what each target does.
+# gpufleet — docs/development.md says what each target does.
 GO        ?= go
 BIN       := bin
 TESTBIN   := $(BIN)/testbin

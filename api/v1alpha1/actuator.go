@@ -28,7 +28,7 @@ const (
 
 // OperatorActuatorLimits are what the gpu-operator actuator cannot do,
 // whatever the policy says: the controller's --help, `gpufleet simulate
-// --compare` and the README say it alike.
+// --compare` and docs/spec/v1alpha1/driverrollout.md say it alike.
 var OperatorActuatorLimits = []string{
 	"no per-node rollback: the driver DaemonSet has one version, so going back means reverting the release for the whole pool (abort does)",
 	"quarantine only by label and taint: the operator owns the cordon",

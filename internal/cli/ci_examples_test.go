@@ -75,7 +75,7 @@ func TestCIExamplesLint(t *testing.T) {
 	}
 	job, ok := wf.Jobs["verify"]
 	if !ok || job.Name != "gpufleet verify" {
-		t.Errorf("the workflow's job is not verify named %q, the required check's name the README gives", "gpufleet verify")
+		t.Errorf("the workflow's job is not verify named %q, the required check's name docs/promotion-and-gate.md gives", "gpufleet verify")
 	}
 	if i := slices.IndexFunc(job.Steps, func(s struct {
 		Name string            `json:"name"`

@@ -50,7 +50,7 @@ type WaitingDocument struct {
 }
 
 // cliAPIVersion versions the documents the CLI prints itself (errors,
-// promotion results); docs/cli.schema.json describes them.
+// promotion results); docs/schema/cli.schema.json describes them.
 const cliAPIVersion = "cli.gpufleet.io/v1alpha1"
 
 // waitingError is a refusal together with what the rollout waits for.

@@ -329,18 +329,18 @@ func TestInitOnLiveClusters(t *testing.T) {
 		}
 	})
 
-	t.Run("the README's adoption, as written", func(t *testing.T) {
+	t.Run("the adoption of docs/adoption.md, as written", func(t *testing.T) {
 		for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
 			t.Setenv(k, v)
 		}
 		t.Setenv("KUBECONFIG", tb.Kubeconfig)
-		readme := t.TempDir()
-		lines := readmeBlock(t, "## Adopting a running fleet")
+		repo := t.TempDir()
+		lines := docBlock(t, "docs/adoption.md", "## Step by step")
 		want, err := os.ReadFile(golden)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Chdir(readme)
+		t.Chdir(repo)
 		for _, line := range lines {
 			cmdline, _, _ := strings.Cut(line, "  #")
 			args := strings.Fields(cmdline)
@@ -362,11 +362,11 @@ func TestInitOnLiveClusters(t *testing.T) {
 				t.Fatalf("%s: exit %d\n%s%s", strings.TrimSpace(cmdline), code, out, errOut)
 			}
 		}
-		if got, err := os.ReadFile(filepath.Join(readme, "fleet.toml")); err != nil || string(got) != string(want) {
-			t.Errorf("the README's init wrote another fleet file than %s: %v", golden, err)
+		if got, err := os.ReadFile(filepath.Join(repo, "fleet.toml")); err != nil || string(got) != string(want) {
+			t.Errorf("the documented init wrote another fleet file than %s: %v", golden, err)
 		}
-		if _, err := os.Stat(filepath.Join(readme, "clusters", "prod-a100", "flux-operators.yaml")); err != nil {
-			t.Errorf("the README's render wrote no cluster folder: %v", err)
+		if _, err := os.Stat(filepath.Join(repo, "clusters", "prod-a100", "flux-operators.yaml")); err != nil {
+			t.Errorf("the documented render wrote no cluster folder: %v", err)
 		}
 	})
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// WriteJSON writes the answer as indented JSON (see docs/explain.schema.json).
+// WriteJSON writes the answer as indented JSON (see docs/schema/explain.schema.json).
 func WriteJSON(w io.Writer, a *Answer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -121,8 +121,9 @@ func (f *Fleet) validateGitOps(probs *problemList, raw rawGitOps) {
 	case !gitURL(g.Repository):
 		probs.add("gitops.repository", "%q is not a git repository URL (https://, ssh://, git@host:path, git:// or file://)", g.Repository)
 	}
-	// What an Argo CD cluster cannot do (see the README's "Flux or Argo
-	// CD"): refused where the fleet file asks for it, at the key that asks.
+	// What an Argo CD cluster cannot do (docs/render-output.md, "What an
+	// Argo CD cluster cannot do"): refused where the fleet file asks for
+	// it, at the key that asks.
 	if f.Charts.Mode != ModeManifests {
 		probs.add(where, "cluster %s is on Argo CD, which needs [charts] mode = %q: a Flux HelmRelease has no Argo CD counterpart that keeps both operators in their own namespaces in one ordered sync, while pre-rendered charts are plain objects Argo CD orders by sync waves (and a pull request shows each one)", argo[0], ModeManifests)
 	}

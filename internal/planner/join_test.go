@@ -13,7 +13,8 @@ import (
 
 // TestJoin: a node without a driver label is labelled at once, whatever the
 // windows, freezes, pause or slots say, with the driver it runs, or with
-// none, with the one the cluster should run now (the README's rule); never
+// none, with the one the cluster should run now (the rule of "Nodes that
+// join" in docs/spec/v1alpha1/driverrollout.md); never
 // a node of another rollout, a quarantined one, or one out of service; an
 // admin's cordon is recorded and kept.
 func TestJoin(t *testing.T) {

@@ -291,7 +291,7 @@ func argoCDObjects(p clusterPlan) []object {
 			Labels: repoLabels,
 		},
 		// The URL alone: credentials never go into the fleet repository
-		// in plain text (see the README on Argo CD and secrets).
+		// in plain text (see docs/render-output.md, Argo CD clusters).
 		StringData: map[string]string{"type": "git", "url": g.Repository},
 	}
 	health := &corev1.ConfigMap{

@@ -14,7 +14,7 @@ import (
 // check expressions the way kustomize-controller does (CEL over the object's
 // top-level fields; Failed wins over Current): healthy once the controller
 // took in the spec, failed when the rollout is Stalled or completed with
-// failures, as the README says.
+// failures, as docs/render-output.md says.
 func TestDriverRolloutHealth(t *testing.T) {
 	exprs := driverRolloutHealth[0].HealthCheckExpressions
 	env, err := cel.NewEnv(cel.Variable("metadata", cel.DynType), cel.Variable("status", cel.DynType), cel.Variable("spec", cel.DynType))

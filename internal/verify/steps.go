@@ -13,7 +13,8 @@ import (
 
 // DefaultMaxSteps bounds the search: a change of [promotion] made of more
 // promotion commands than this is refused as not found. A whole rollout of
-// the README's fleet, every approval included, is ten.
+// the example fleet (docs/promotion-and-gate.md), every approval included,
+// is ten.
 const DefaultMaxSteps = 12
 
 // Search is the question FindSteps answers: which promotion commands,

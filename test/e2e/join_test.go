@@ -80,8 +80,9 @@ func (w *world) waitJoined(node, driver string, began time.Time) (labelled, read
 
 // TestJoiningNode: nodes that register as a provisioner creates them (no
 // gpufleet label, no driver) get their driver label at once and a Ready
-// driver pod of the version the README's rule says, on the real GPU
-// Operator: the previous driver while the canary waits for its approval,
+// driver pod of the version the rule of "Nodes that join" says
+// (docs/spec/v1alpha1/driverrollout.md), on the real GPU Operator: the
+// previous driver while the canary waits for its approval,
 // the target once it is approved, and the target during a closed
 // maintenance window after the rollout completed; the rollout counts them
 // and completes.

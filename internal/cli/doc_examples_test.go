@@ -19,21 +19,24 @@ import (
 	"github.com/gpufleet/gpufleet/internal/testbed"
 )
 
-// readmeBlock returns the lines of the README's first fenced block after
-// the line that starts with after.
-func readmeBlock(t *testing.T, after string) []string {
+// docBlock returns the lines of the first fenced block after the line that
+// starts with after, in page: a path from the repository's root, such as
+// "README.md" or "docs/fleet-file.md". The tests that run what the pages
+// show read it through here, so a page that moves or loses its example
+// fails them by name.
+func docBlock(t *testing.T, page, after string) []string {
 	t.Helper()
-	src, err := os.ReadFile("../../README.md")
+	src, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(src), "\n"+after)
 	if !ok {
-		t.Fatalf("the README has no line starting %q", after)
+		t.Fatalf("%s has no line starting %q", page, after)
 	}
 	_, rest, ok = strings.Cut(rest, "```")
 	if !ok {
-		t.Fatalf("no code block after %q", after)
+		t.Fatalf("%s has no code block after %q", page, after)
 	}
 	_, rest, _ = strings.Cut(rest, "\n") // the fence's language
 	block, _, _ := strings.Cut(rest, "```")
@@ -62,7 +65,7 @@ func exampleDir(t *testing.T) string {
 // TestReadmeTryIt runs the README's first example as written.
 func TestReadmeTryIt(t *testing.T) {
 	var line string
-	for _, l := range readmeBlock(t, "Run the main job") {
+	for _, l := range docBlock(t, "README.md", "Run the main job") {
 		if strings.HasPrefix(l, "go run ./cmd/gpufleet ") {
 			line = l
 		}
@@ -81,17 +84,17 @@ func TestReadmeTryIt(t *testing.T) {
 	}
 }
 
-// TestReadmeParseErrors makes the two mistakes the README shows (a
-// misspelt key on line 46, a canary that is not in its wave on line 99 of
+// TestDocParseErrors makes the two mistakes docs/fleet-file.md shows (a
+// misspelt key on line 54, a canary that is not in its wave on line 113 of
 // the example fleet) and checks gpufleet reports them exactly as shown.
-func TestReadmeParseErrors(t *testing.T) {
-	want := readmeBlock(t, "Parsing is strict")
+func TestDocParseErrors(t *testing.T) {
+	want := docBlock(t, "docs/fleet-file.md", "Parsing is strict")
 	dir := exampleDir(t)
 	path := filepath.Join(dir, "examples", "fleet.toml")
 	src, _ := os.ReadFile(path)
 	lines := strings.Split(string(src), "\n")
 	if lines[53] != "" || lines[112] != `canary = "prod-h100-a"` {
-		t.Fatalf("the example fleet moved: line 54 %q, line 113 %q; update the README's example", lines[53], lines[112])
+		t.Fatalf("the example fleet moved: line 54 %q, line 113 %q; update the example in docs/fleet-file.md", lines[53], lines[112])
 	}
 	lines[53] = `nodeSelecter = "pool=h100"`
 	lines[112] = `canary = "prod-h100-c"`
@@ -101,7 +104,7 @@ func TestReadmeParseErrors(t *testing.T) {
 	code, _, errOut := run(t, "render", "-f", "fleet.toml", "--check")
 	for _, w := range want {
 		if !strings.Contains(errOut, "\n"+w+"\n") {
-			t.Errorf("exit %d; the README's line %q is not in the output:\n%s", code, w, errOut)
+			t.Errorf("exit %d; the line %q of docs/fleet-file.md is not in the output:\n%s", code, w, errOut)
 		}
 	}
 	if code != ExitFailed {
@@ -109,19 +112,19 @@ func TestReadmeParseErrors(t *testing.T) {
 	}
 }
 
-// TestReadmePromotion plays the README's promotion, command by command as
-// written, against four real API servers (one per cluster of the example
+// TestDocPromotion plays the promotion of docs/promotion-and-gate.md,
+// command by command as written, against four real API servers (one per cluster of the example
 // fleet). Between commands each cluster the release reached is made to
 // look as Flux, helm-controller, the GPU Operator and the lifecycle
 // controller leave it (gatetest.Arrange, then its revision moved on), so
 // the real gate passes, and a canary waits for approval as the controller
 // says once it has soaked. Every command must commit exactly one step, and
 // the release must end stable.
-func TestReadmePromotion(t *testing.T) {
+func TestDocPromotion(t *testing.T) {
 	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
 		t.Setenv(k, v)
 	}
-	commands := readmeBlock(t, "## Promotion")
+	commands := docBlock(t, "docs/promotion-and-gate.md", "## Promotion")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +191,7 @@ func TestReadmePromotion(t *testing.T) {
 		cmdline, comment, _ := strings.Cut(line, "#")
 		args := strings.Fields(cmdline)
 		if len(args) == 0 || args[0] != "gpufleet" {
-			t.Fatalf("the README's promotion has a line that is not a gpufleet command: %q", line)
+			t.Fatalf("the promotion of docs/promotion-and-gate.md has a line that is not a gpufleet command: %q", line)
 		}
 		args = args[1:]
 		f, err := fleet.Load("fleet.toml")
@@ -223,7 +226,7 @@ func TestReadmePromotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.Promotion.Stable != "r2026-10" || f.Promotion.Rollout != nil {
-		t.Errorf("after the README's promotion: stable %q, rollout %+v; want r2026-10 stable", f.Promotion.Stable, f.Promotion.Rollout)
+		t.Errorf("after the documented promotion: stable %q, rollout %+v; want r2026-10 stable", f.Promotion.Stable, f.Promotion.Rollout)
 	}
 
 	// The same clusters through `gpufleet explain`: they were arranged
@@ -255,10 +258,11 @@ func setRollout(t *testing.T, c client.Client, name string, phase v1alpha1.Rollo
 	}
 }
 
-// TestReadmeOperatorTables: the README's example of the operators as found
-// is a valid part of a fleet file, and says what render then does.
-func TestReadmeOperatorTables(t *testing.T) {
-	tables := strings.Join(readmeBlock(t, "A cluster that already runs the operators"), "\n")
+// TestDocOperatorTables: the example of the operators as found in
+// docs/fleet-file.md is a valid part of a fleet file, and says what render
+// then does.
+func TestDocOperatorTables(t *testing.T) {
+	tables := strings.Join(docBlock(t, "docs/fleet-file.md", "A cluster that already runs the operators"), "\n")
 	src := `
 [releases.r]
 gpu-operator = "v25.3.4"
@@ -287,10 +291,10 @@ stable = "r"
 `
 	f, err := fleet.Parse("fleet.toml", []byte(src))
 	if err != nil {
-		t.Fatalf("the README's tables do not parse:\n%v\n%s", err, tables)
+		t.Fatalf("the tables of docs/fleet-file.md do not parse:\n%v\n%s", err, tables)
 	}
 	c := f.Clusters["prod-a"]
 	if c.GPUOperatorRelease() != "gpu-operator-1712345678" || c.DriverManagement() != fleet.DriverManagementClusterPolicy || c.NetworkOperatorNamespace() != "nvidia-network-operator" {
-		t.Errorf("the README's tables read as %+v %+v", c.GPUOperator, c.NetworkOperator)
+		t.Errorf("the tables of docs/fleet-file.md read as %+v %+v", c.GPUOperator, c.NetworkOperator)
 	}
 }
