@@ -51,7 +51,7 @@ func (s *Sim) kwokHeartbeat(ctx context.Context, n *corev1.Node) error {
 }
 
 func (s *Sim) setKwokManaged(ctx context.Context, node string, managed bool) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n := &corev1.Node{}
 		if err := s.c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			return err

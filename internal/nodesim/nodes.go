@@ -82,7 +82,7 @@ func setCondition(n *corev1.Node, c corev1.NodeCondition) {
 // writes it when mutate says it changed, retrying on conflicts (others write
 // the same node: the heartbeat, faults, a controller).
 func (s *Sim) updateNodeStatus(ctx context.Context, name string, mutate func(*corev1.Node) bool) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n := &corev1.Node{}
 		if err := s.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			return err
@@ -102,7 +102,7 @@ func (s *Sim) updateNodeStatus(ctx context.Context, name string, mutate func(*co
 // retrying on conflicts (kwok, the node lifecycle controller and gpufleet
 // write the same node).
 func (s *Sim) updateNode(ctx context.Context, name string, mutate func(*corev1.Node)) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n := &corev1.Node{}
 		if err := s.c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			return err

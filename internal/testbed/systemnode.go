@@ -34,7 +34,7 @@ func (c *Cluster) createSystemNode(ctx context.Context) error {
 		return fmt.Errorf("cluster %s: create node %s: %w", c.Name, SystemNode, err)
 	}
 	// kwok writes the conditions; capacity is the node's own to report.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n := &corev1.Node{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: SystemNode}, n); err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 // update (the status subresource when status is set), retried on
 // conflicts with the controllers running beside the test.
 func Update(ctx context.Context, c client.Client, apiVersion, kind, ns, name string, status bool, mutate func(*unstructured.Unstructured)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(apiVersion)
 		u.SetKind(kind)

@@ -51,7 +51,7 @@ func AddPool(ctx context.Context, c client.Client, sim *nodesim.Sim, namespace s
 // Operator labels every node with NFD's NVIDIA PCI label.
 func MarkGPUNodes(ctx context.Context, c client.Client, nodes ...string) error {
 	for _, name := range nodes {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			n := &corev1.Node{}
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 				return err
