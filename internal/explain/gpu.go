@@ -147,7 +147,7 @@ func (w *walker) driverPods() {
 func (w *walker) moving(node string) bool {
 	for _, n := range w.o.Nodes {
 		if n.Name == node {
-			return inFlight(nodeStateOf(n).Phase)
+			return nodeStateOf(n).Phase.InFlight()
 		}
 	}
 	return false

@@ -139,11 +139,11 @@ func (w *walker) nodes() {
 	for _, n := range w.rolloutNodes() {
 		st := nodeStateOf(n)
 		info := Node{
-			Name: n.Name, Phase: string(phaseOr(st.Phase)), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
+			Name: n.Name, Phase: string(st.Phase.OrPending()), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
 			Ready: planner.NodeReady(&n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
 		}
 		info.OnTarget = planner.DriverMatches(info.Driver, w.a.Driver)
-		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !planner.HoldsCordon(phaseOr(st.Phase)))
+		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !st.Phase.HoldsCordon())
 		if !st.Since.IsZero() {
 			info.Since = st.Since.UTC().Format(time.RFC3339)
 		}
@@ -217,7 +217,7 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 			return l, false
 		}
 	}
-	phase := phaseOr(st.Phase)
+	phase := st.Phase.OrPending()
 	switch {
 	case phase == v1alpha1.NodeQuarantined || phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeRollingBack:
 		l.State, l.Next = BrokenState, describe
@@ -251,7 +251,7 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.State, l.Next = InProgress, "kubectl get driverrollout "+st.Rollout
 		l.Message = "the node belongs to rollout " + st.Rollout + ", and waits for it"
 		return l, false
-	case inFlight(phase):
+	case phase.InFlight():
 		l.State, l.Next = InProgress, "kubectl get driverrollout "+w.e.Rollout+" -w"
 		l.Message = "the node is " + string(phase)
 		if !st.Since.IsZero() {
@@ -290,22 +290,6 @@ func (w *walker) rolloutNodes() []corev1.Node {
 
 func nodeStateOf(n corev1.Node) v1alpha1.NodeState {
 	return v1alpha1.NodeStateOf(n.Labels, n.Annotations)
-}
-
-func phaseOr(p v1alpha1.NodePhase) v1alpha1.NodePhase {
-	if p == "" {
-		return v1alpha1.NodePending
-	}
-	return p
-}
-
-// inFlight: the rollout is moving the node (it holds its own cordon then).
-func inFlight(p v1alpha1.NodePhase) bool {
-	switch p {
-	case v1alpha1.NodeDraining, v1alpha1.NodeInstalling, v1alpha1.NodeValidating, v1alpha1.NodeSoaking, v1alpha1.NodeRollingBack:
-		return true
-	}
-	return false
 }
 
 func nodeCondition(n corev1.Node, t corev1.NodeConditionType) *Condition {

@@ -370,7 +370,7 @@ func DriverUnlabelled(e Expected, n corev1.Node) bool {
 	return e.DriverLabel && e.Release != nil &&
 		planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], e.Release.Driver) &&
 		n.Labels[v1alpha1.LabelDriver] != e.Release.Driver &&
-		!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase)
+		!v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase.HoldsCordon()
 }
 
 func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, string) {

@@ -251,7 +251,7 @@ func (cl *classifier) class(n *Node) nodeClass {
 		}
 		state = n.Labels[v1alpha1.LabelOperatorUpgradeState]
 	}
-	switch ph := phaseOf(n); {
+	switch ph := n.Phase.OrPending(); {
 	case ph == v1alpha1.NodeDone && n.Owner == cl.rollout && !v1alpha1.OperatorUpgrading(state) && cl.matches(labels.Set(n.Labels)):
 		return classDone
 	case ph == v1alpha1.NodePending && n.Owner == "" && n.Since.IsZero() && (!cl.operator || state == v1alpha1.OperatorStateUpgradeRequired) &&

@@ -98,7 +98,7 @@ type work struct {
 // unavailable: out of service for any reason. maxUnavailable bounds these.
 func (w *work) unavailable() bool {
 	return w.unschedulable || !w.n.Ready || w.outOfService || w.elsewhere != "" ||
-		inFlight(w.phase) || w.phase == v1alpha1.NodeQuarantined
+		w.phase.InFlight() || w.phase == v1alpha1.NodeQuarantined
 }
 
 // planner holds one pass's state.
@@ -173,7 +173,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		if !matches(set) {
 			continue
 		}
-		w := work{n: n, phase: phaseOf(n), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned, nics: nics(set)}
+		w := work{n: n, phase: n.Phase.OrPending(), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned, nics: nics(set)}
 		switch {
 		case n.Owner != "" && n.Owner != p.ro.Name:
 			w.elsewhere, w.taken = n.Owner, true
@@ -418,7 +418,7 @@ func (p *planner) wake(t time.Time) {
 // move records that, in the same write, before anything could lift it.
 func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(*Transition)) {
 	t := Transition{Node: w.n.Name, From: w.phase, To: to, Reason: reason}
-	if w.unschedulable && !w.adminCordoned && !HoldsCordon(w.phase) {
+	if w.unschedulable && !w.adminCordoned && !w.phase.HoldsCordon() {
 		t.RecordAdminCordon = true
 	}
 	if edit != nil {

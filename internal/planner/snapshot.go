@@ -239,34 +239,3 @@ type Result struct {
 	// requeues for it; the simulator jumps to it.
 	NextCheck time.Time
 }
-
-// inFlight reports whether a node in phase p is being worked on.
-func inFlight(p v1alpha1.NodePhase) bool {
-	switch p {
-	case v1alpha1.NodeDraining, v1alpha1.NodeInstalling, v1alpha1.NodeValidating,
-		v1alpha1.NodeSoaking, v1alpha1.NodeRollingBack:
-		return true
-	}
-	return false
-}
-
-// InFlight reports whether a node in phase p is being worked on by the
-// rollout (it holds a parallelNodes slot and counts as unavailable).
-func InFlight(p v1alpha1.NodePhase) bool { return inFlight(p) }
-
-// HoldsCordon reports whether a rollout holds its own cordon on a node in
-// phase p, unless the node is marked admin-cordoned: it cordons a node when
-// it starts it or rolls it back and lifts the cordon when the node is Done
-// or rolled back; a quarantined node stays cordoned. In every other phase a
-// cordon on the node is someone else's.
-func HoldsCordon(p v1alpha1.NodePhase) bool {
-	return inFlight(p) || p == v1alpha1.NodeQuarantined
-}
-
-// phaseOf maps the empty phase of an untouched node to Pending.
-func phaseOf(n *Node) v1alpha1.NodePhase {
-	if n.Phase == "" {
-		return v1alpha1.NodePending
-	}
-	return n.Phase
-}

@@ -128,7 +128,7 @@ func (p *planner) start() {
 	inFlightN, unavailable, othersInFlight := 0, 0, 0
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if inFlight(w.phase) {
+		if w.phase.InFlight() {
 			inFlightN++
 			if !w.canary {
 				othersInFlight++

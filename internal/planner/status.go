@@ -40,7 +40,7 @@ func (p *planner) status() v1alpha1.DriverRolloutStatus {
 		switch {
 		case w.phase == v1alpha1.NodePending:
 			pending++
-		case inFlight(w.phase):
+		case w.phase.InFlight():
 			inFlightN++
 		}
 	}

@@ -343,7 +343,7 @@ func (r *runner) record(ro *simRollout, i int, t planner.Transition) {
 		}
 		w.lines = append(w.lines, Line{At: w.now, Who: who, Text: string(t.From) + " → " + string(t.To) + ": " + t.Reason})
 	}
-	if t.From == v1alpha1.NodePending && planner.InFlight(t.To) {
+	if t.From == v1alpha1.NodePending && t.To.InFlight() {
 		w.started[i] = true
 	}
 	r.tl.move(t, w.now)
@@ -491,7 +491,7 @@ func (r *runner) finish() *Result {
 func inFlight(nodes []planner.Node) int {
 	n := 0
 	for i := range nodes {
-		if planner.InFlight(nodes[i].Phase) {
+		if nodes[i].Phase.InFlight() {
 			n++
 		}
 	}
@@ -534,7 +534,7 @@ func lockstep(plan PlanFunc) PlanFunc {
 
 // delta is how a non-start transition changes the in-flight count.
 func delta(t planner.Transition) int {
-	switch a, b := planner.InFlight(t.From), planner.InFlight(t.To); {
+	switch a, b := t.From.InFlight(), t.To.InFlight(); {
 	case a && !b:
 		return -1
 	case !a && b:

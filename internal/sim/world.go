@@ -128,7 +128,7 @@ func newWorld(cfg Config, observe func(Step)) *World {
 			// A node that starts cordoned: an admin's, unless it starts
 			// in a phase where its rollout holds the cordon.
 			w.holder[i] = "admin"
-			if n.Owner != "" && planner.HoldsCordon(n.Phase) && !n.AdminCordoned {
+			if n.Owner != "" && n.Phase.HoldsCordon() && !n.AdminCordoned {
 				w.holder[i] = n.Owner
 			}
 		}
@@ -334,7 +334,7 @@ func (w *World) peersOf(r string) []planner.Peer {
 // cordon on it), so that an admin leaves it alone.
 func (w *World) busy(i int) bool {
 	n := &w.nodes[i]
-	return n.Owner != "" && w.live(n.Owner) && planner.HoldsCordon(n.Phase)
+	return n.Owner != "" && w.live(n.Owner) && n.Phase.HoldsCordon()
 }
 
 // bump records a write to node i: its resourceVersion moves, and the

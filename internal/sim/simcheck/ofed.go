@@ -40,7 +40,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 			((p.Phase == v1alpha1.NodeInstalling && p.Drained) || p.Phase == v1alpha1.NodeRollingBack)
 		if !inMaintenance {
 			c.fail(s, "the OFED pod of %s (selected by %v) was replaced with %s outside its maintenance: owner %q, %s, cordoned=%t, drained=%t",
-				p.Node, p.Selected, p.Version, p.Owner, phaseOr(p.Phase), p.Unschedulable, p.Drained)
+				p.Node, p.Selected, p.Version, p.Owner, p.Phase.OrPending(), p.Unschedulable, p.Drained)
 		}
 	}
 	name := s.Rollout.Name
@@ -49,7 +49,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 	for i := range s.Before {
 		b := &s.Before[i]
 		before[b.Name] = b
-		if b.Owner == name && planner.InFlight(b.Phase) && !b.Unschedulable {
+		if b.Owner == name && b.Phase.InFlight() && !b.Unschedulable {
 			c.fail(s, "%s is %s in %s but schedulable: someone lifted its maintenance's cordon", b.Name, b.Phase, name)
 		}
 	}
