@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func (w *walker) rollout() {
 		case dr.Status.Phase == v1alpha1.PhaseAborted:
 			l.State, l.Message = OK, "aborted: its nodes are rolled back"
 		default:
-			l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the aborted rollout is rolling its nodes back (%s)", or(string(dr.Status.Phase), "starting")), "kubectl get driverrollout "+w.e.Rollout+" -w"
+			l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the aborted rollout is rolling its nodes back (%s)", cmp.Or(string(dr.Status.Phase), "starting")), "kubectl get driverrollout "+w.e.Rollout+" -w"
 		}
 	case dr.Spec.TargetVersion != w.a.Driver:
 		l.State, l.Message, l.Next = BrokenState, check.Message+": Flux has not applied the release's lifecycle step", reconcile
@@ -88,7 +89,7 @@ func (w *walker) rollout() {
 		l.Condition = cond(v1alpha1.ConditionOverlap)
 		l.State, l.Message, l.Next = InProgress, "some nodes belong to another rollout, and wait for it: "+l.Condition.Message, "kubectl get driverrollouts"
 	default:
-		l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the rollout is %s: %d of %d nodes done", or(string(dr.Status.Phase), "starting"), dr.Status.Nodes.Done, dr.Status.Total), "kubectl get driverrollout "+w.e.Rollout+" -w"
+		l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the rollout is %s: %d of %d nodes done", cmp.Or(string(dr.Status.Phase), "starting"), dr.Status.Nodes.Done, dr.Status.Total), "kubectl get driverrollout "+w.e.Rollout+" -w"
 		if gate.BudgetExceeded(dr) {
 			l.State, l.Message, l.Next = BrokenState, check.Message, describe
 		}
@@ -199,7 +200,7 @@ func (w *walker) nodeFails(n corev1.Node) []gate.CheckID {
 
 // node judges one node; ok when nothing is to be said about it.
 func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bool) {
-	l := Link{Step: StepNode, Object: objectOf("v1", "Node", "", n.Name), Expected: "Ready, on driver " + w.a.Driver, Observed: fmt.Sprintf("%s, driver %s", info.Phase, or(info.Driver, "none"))}
+	l := Link{Step: StepNode, Object: objectOf("v1", "Node", "", n.Name), Expected: "Ready, on driver " + w.a.Driver, Observed: fmt.Sprintf("%s, driver %s", info.Phase, cmp.Or(info.Driver, "none"))}
 	describe := "kubectl describe node " + n.Name
 	if !info.Ready {
 		l.State, l.Next = BrokenState, describe
@@ -221,7 +222,7 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 	switch {
 	case phase == v1alpha1.NodeQuarantined || phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeRollingBack:
 		l.State, l.Next = BrokenState, describe
-		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", or(st.Rollout, w.e.Rollout), phase)
+		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", cmp.Or(st.Rollout, w.e.Rollout), phase)
 		return l, false
 	case gate.DriverUnlabelled(w.e, n) && n.Labels[v1alpha1.LabelDriver] == "":
 		// The gate's driver-label check, said for this node: the

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"maps"
@@ -405,7 +406,7 @@ func (w *World) Join(name string, labels map[string]string, driver string) {
 		n.Unschedulable, w.holder[i] = false, ""
 	}
 	w.bump(i)
-	w.note("world", "%s joined the cluster (driver %s)", name, versionOr(driver))
+	w.note("world", "%s joined the cluster (driver %s)", name, cmp.Or(driver, "none"))
 }
 
 // Leave takes node name out of the cluster, as deleting its Node does (a
@@ -427,13 +428,6 @@ func (w *World) Leave(name string) {
 	w.holder[i] = ""
 	w.bump(i)
 	w.note("world", "%s left the cluster", name)
-}
-
-func versionOr(v string) string {
-	if v == "" {
-		return "none"
-	}
-	return v
 }
 
 // SetReady flips a node's Ready condition.
