@@ -4,10 +4,9 @@ import (
 	"fmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/blang/semver/v4"
-
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // NicClusterPolicyName is the name of the one NicClusterPolicy a cluster
@@ -34,12 +33,12 @@ const (
 // last: v25.4.0 names ghcr.io/mellanox's v1.5.3, v25.10.0 on an image of
 // its own version on NGC.
 var rdmaSharedDevicePlugins = []struct {
-	since      semver.Version
+	since      versions.Version
 	repository string
 	version    func(networkOperator string) string
 }{
-	{semver.MustParse("0.0.0"), "ghcr.io/mellanox", func(string) string { return "v1.5.3" }},
-	{semver.MustParse("25.10.0"), "nvcr.io/nvidia/mellanox", func(v string) string { return "network-operator-" + v }},
+	{versions.MustParse("0.0.0"), "ghcr.io/mellanox", func(string) string { return "v1.5.3" }},
+	{versions.MustParse("25.10.0"), "nvcr.io/nvidia/mellanox", func(v string) string { return "network-operator-" + v }},
 }
 
 // rdmaSharedDeviceConfig is the RDMA shared device plugin's configuration:
@@ -120,13 +119,13 @@ func networkObjects(p clusterPlan) ([]object, error) {
 // (keepOnPrune): a release without ofed-driver leaves the network side as
 // it is, and pruning the policy would unload OFED from every node at once.
 func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
-	opVersion, err := semver.ParseTolerant(p.release.NetworkOperator)
+	opVersion, err := versions.Parse(p.release.NetworkOperator)
 	if err != nil {
 		return nil, fmt.Errorf("network-operator version %q: %w", p.release.NetworkOperator, err)
 	}
 	plugin := rdmaSharedDevicePlugins[0]
 	for _, d := range rdmaSharedDevicePlugins {
-		if opVersion.GE(d.since) {
+		if opVersion.AtLeast(d.since) {
 			plugin = d
 		}
 	}
