@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
@@ -20,11 +21,15 @@ func midRollout(b *testing.B, n int) []byte {
 	return fleettest.Fleet(b, fleettest.Options{Clusters: n, Rollout: true})
 }
 
-// BenchmarkRender parses and renders in memory.
+// BenchmarkRender parses and renders in memory: the example fleet, then
+// the synthetic ones.
 func BenchmarkRender(b *testing.B) {
-	for _, n := range benchSizes {
-		src := midRollout(b, n)
-		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+	example, err := os.ReadFile("../../examples/fleet.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(name string, src []byte) {
+		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			defer fleettest.CPUTime(b)()
 			var files int
@@ -33,6 +38,10 @@ func BenchmarkRender(b *testing.B) {
 			}
 			b.ReportMetric(float64(files), "files")
 		})
+	}
+	run("example", example)
+	for _, n := range benchSizes {
+		run(fmt.Sprintf("clusters=%d", n), midRollout(b, n))
 	}
 }
 
