@@ -56,7 +56,8 @@ func (p *planner) join() {
 			continue
 		}
 		pool := pools.missing(w.n)
-		needDriver := !p.operator() && !hasDriverLabel(w.n)
+		_, labelled := w.n.Labels[v1alpha1.LabelDriver]
+		needDriver := !p.operator() && !labelled
 		if !needDriver && pool == "" {
 			continue
 		}

@@ -103,14 +103,13 @@ func (w *work) unavailable() bool {
 
 // planner holds one pass's state.
 type planner struct {
-	ro      *v1alpha1.DriverRollout
-	spec    *v1alpha1.DriverRolloutSpec
-	now     time.Time
-	set     Settings
-	cal     Calendar
-	nodes   []work // selected nodes in name order
-	settled Settled
-	// total counts the selected nodes, those Compact left out included.
+	ro    *v1alpha1.DriverRollout
+	spec  *v1alpha1.DriverRolloutSpec
+	now   time.Time
+	set   Settings
+	cal   Calendar
+	nodes []work // selected nodes in name order
+	// total counts the selected nodes.
 	total    int
 	out      []Transition
 	next     time.Time
@@ -129,7 +128,6 @@ type planner struct {
 // Plan decides the next transitions for snap's rollout at now.
 func Plan(snap Snapshot, now time.Time) Result {
 	p := newPlanner(snap, now)
-	defer p.release()
 	switch {
 	case len(p.problems) > 0:
 	case p.operator():
@@ -161,16 +159,11 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 	}
 	nics := p.ofedSelectors()
 	first := p.firstPeers(snap.Others)
-	// One slice for every node's work, reused from pass to pass (see
-	// release): the planner runs on every reconcile of pools of thousands
-	// of nodes, and a simulation of 50,000 nodes runs it tens of thousands
-	// of times.
-	works := getWorks(len(snap.Nodes))
-	matches := equalityMatcher(&p.spec.NodeSelector, sel, err == nil)
+	works := make([]work, 0, len(snap.Nodes))
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
 		set := labels.Set(n.Labels)
-		if !matches(set) {
+		if !sel.Matches(set) {
 			continue
 		}
 		w := work{n: n, phase: n.Phase.OrPending(), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned, nics: nics(set)}
@@ -199,8 +192,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		slices.SortFunc(works, byName)
 	}
 	p.nodes = works
-	p.settled = snap.Settled
-	p.total = len(p.nodes) + snap.Settled.Done + snap.Settled.Pending
+	p.total = len(p.nodes)
 	p.set = SettingsFor(p.spec, p.total)
 	p.indexDomains()
 	p.markCanary()

@@ -30,25 +30,6 @@ type Snapshot struct {
 	// version, or none, and fail for a lag of Git's (the NicClusterPolicy
 	// and the DriverRollout are applied one after the other).
 	OFEDPolicy string
-	// Settled counts selected nodes left out of Nodes because their only
-	// part in a pass is to be counted; zero in a snapshot of every node.
-	// Only Compact sets it: see there for which nodes it leaves out.
-	Settled Settled
-}
-
-// Settled counts the nodes Compact left out of a snapshot.
-type Settled struct {
-	// Done: Done on this rollout, not failed, Ready and schedulable.
-	Done int
-	// Pending: free, untouched, Ready and schedulable, not on the target
-	// driver, and after those Compact kept: in name order, or, where a
-	// pending node holds GPU pods, in the order a pass starts them
-	// (cheapest first).
-	Pending int
-	// PendingBusy counts those of Pending that hold GPU pods: a pass
-	// still starts the cheapest first, and says so, when it is the nodes
-	// left out that hold them.
-	PendingBusy int
 }
 
 // Peer is another DriverRollout of the cluster, as far as the planner

@@ -56,12 +56,6 @@ type World struct {
 	// rollout that cordoned it, or "" when it is schedulable. The planner
 	// only sees Unschedulable and the marks; the checker judges with this.
 	holder []string
-	// compactor compacts the planned rollout's snapshots (see Run), into
-	// compactBuf, reused pass to pass; compacted counts the passes it left
-	// nodes out of (for tests).
-	compactor  planner.Compactor
-	compactBuf []planner.Node
-	compacted  int
 	// ownView names the rollout planView found the world's own nodes to be
 	// a view for while it was the only one (see planView).
 	ownView string
@@ -299,24 +293,24 @@ func (w *World) viewFor(r string) []planner.Node {
 // planView is viewFor for a pass that plans and writes before anything
 // else changes: the world's own nodes when viewFor would change none of
 // them (one rollout, or nodes that are all its own or nobody's), else
-// viewFor's copy; own says which. The planner only reads its snapshot.
-func (w *World) planView(r string) (view []planner.Node, own bool) {
+// viewFor's copy. The planner only reads its snapshot.
+func (w *World) planView(r string) []planner.Node {
 	if w.ownView == r && len(w.rollouts) == 1 {
 		// Checked before, and with one rollout ever only its own writes
 		// (Transition.ApplyTo, which makes a node its own) change a node's
 		// owner or progress: still true.
-		return w.nodes, true
+		return w.nodes
 	}
 	for i := range w.nodes {
 		n := &w.nodes[i]
 		if n.Owner != r && (n.Owner != "" || n.Phase != "" || !n.Since.IsZero() || n.Failed) {
-			return w.viewFor(r), false
+			return w.viewFor(r)
 		}
 	}
 	if len(w.rollouts) == 1 {
 		w.ownView = r
 	}
-	return w.nodes, true
+	return w.nodes
 }
 
 // peersOf are the live rollouts other than r, for r's snapshot.
