@@ -23,6 +23,33 @@ const (
 	NodeQuarantined NodePhase = "Quarantined"
 )
 
+// OrPending is p, or Pending for the empty phase of a node no rollout has
+// touched yet.
+func (p NodePhase) OrPending() NodePhase {
+	if p == "" {
+		return NodePending
+	}
+	return p
+}
+
+// InFlight reports whether a node in phase p is being worked on by its
+// rollout: it holds one of the rollout's parallelNodes slots and counts
+// as unavailable.
+func (p NodePhase) InFlight() bool {
+	switch p {
+	case NodeDraining, NodeInstalling, NodeValidating, NodeSoaking, NodeRollingBack:
+		return true
+	}
+	return false
+}
+
+// HoldsCordon reports whether a rollout holds its own cordon on a node in
+// phase p, unless the node is marked admin-cordoned: it cordons a node when
+// it starts it or rolls it back and lifts the cordon when the node is Done
+// or rolled back; a quarantined node stays cordoned. In every other phase a
+// cordon on the node is someone else's.
+func (p NodePhase) HoldsCordon() bool { return p.InFlight() || p == NodeQuarantined }
+
 // RolloutPhase summarises the rollout for people and printer columns.
 //
 // +kubebuilder:validation:Enum=Progressing;WaitingForApproval;OutsideWindow;Paused;Stalled;Aborting;Aborted;Completed;CompletedWithFailures

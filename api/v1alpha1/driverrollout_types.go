@@ -261,6 +261,14 @@ type OFEDSpec struct {
 	Peermem bool `json:"peermem,omitempty"`
 }
 
+// Moves reports whether the rollout moves its nodes' OFED driver: spec.ofed
+// is set and its target is not its previous version. A rollout whose two
+// are one (at rest, a release of the GPU driver alone, or the first release
+// to name an OFED driver, whose previous version is unknown) holds its OFED
+// nodes and releases none: a node keeps the OFED it runs, whatever that
+// is, and render leaves the Network Operator's upgrade machine off.
+func (o *OFEDSpec) Moves() bool { return o != nil && o.TargetVersion != o.PreviousVersion }
+
 // PoolSpec is one GPU pool of the rollout's cluster.
 type PoolSpec struct {
 	// Name is the pool's name: the value of its nodes' LabelPool.

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "regexp"
+
 // The GPU Operator's kinds gpufleet writes (render writes NVIDIADrivers) and
 // reads (the gate, explain, the dashboard and init read ClusterPolicies and
 // NVIDIADrivers). They are here, as API versions and kinds, because render
@@ -32,3 +34,20 @@ const (
 	// ComponentNVIDIADriver is LabelComponent's value on the driver pods.
 	ComponentNVIDIADriver = "nvidia-driver"
 )
+
+// driverTagVersion matches the driver version at the start of a GPU driver
+// image's tag.
+var driverTagVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}`)
+
+// DriverTagVersion is the driver version a GPU driver image's tag names:
+// the operator's driver images are tagged "<version>-<os><os version>"
+// ("580.95.05-ubuntu22.04" names 580.95.05). It is "" where the tag names
+// none: a precompiled driver's "570-5.15.0-139-generic" (a branch and a
+// kernel), "latest", or a version run on into more digits or dots.
+func DriverTagVersion(tag string) string {
+	v := driverTagVersion.FindString(tag)
+	if v == "" || len(v) < len(tag) && (tag[len(v)] == '.' || tag[len(v)] >= '0' && tag[len(v)] <= '9') {
+		return ""
+	}
+	return v
+}

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // The NVIDIA Network Operator's OFED (DOCA) driver, as the lifecycle
 // controller finds it on a node and holds it there. The Network Operator
 // runs k8s-operator-libs' upgrade state machine with driver name "ofed":
@@ -38,3 +40,37 @@ const (
 	// both loaded; the GPU Operator adds it with driver.rdma.enabled.
 	PeermemContainer = "nvidia-peermem-ctr"
 )
+
+// OFEDMatches reports whether an OFED container's image tag is of OFED
+// version want (OFEDSpec.TargetVersion, PreviousVersion): the tag is the
+// version, or the version followed by a dash and the OS and architecture
+// the Network Operator appends ("doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64").
+// The OS part begins with a letter: a version's own parts after a dash are
+// numbers (its revision, "-2"), so "…-1.2.8.0" does not match the tag of
+// "…-1.2.8.0-2".
+func OFEDMatches(tag, want string) bool {
+	if tag == "" || want == "" {
+		return false
+	}
+	if tag == want {
+		return true
+	}
+	rest, ok := strings.CutPrefix(tag, want+"-")
+	return ok && rest != "" && isLetter(rest[0])
+}
+
+// OFEDTagVersion is the OFED version an OFED container's image tag names,
+// by OFEDMatches' reading: the tag up to the dash before its OS part (the
+// first part after a dash that begins with a letter), so that
+// OFEDMatches(tag, OFEDTagVersion(tag)) holds; "" for a tag without an OS
+// part ("latest", or a tag the Network Operator did not write).
+func OFEDTagVersion(tag string) string {
+	for i := 1; i+1 < len(tag); i++ {
+		if tag[i] == '-' && isLetter(tag[i+1]) {
+			return tag[:i]
+		}
+	}
+	return ""
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }

@@ -89,6 +89,28 @@ const (
 	LabelGFDClique = "nvidia.com/gpu.clique"
 )
 
+// The labels Node Feature Discovery puts on a node that the operators'
+// DaemonSets select on: render writes the Network Operator's selection
+// with LabelNFDMellanoxPCI, and the node simulator writes them all, as
+// NFD would.
+const (
+	// LabelNFDNvidiaPCI says the node has an NVIDIA PCI device; the GPU
+	// Operator labels such nodes nvidia.com/gpu.present=true itself.
+	LabelNFDNvidiaPCI = "feature.node.kubernetes.io/pci-10de.present"
+	// LabelNFDMellanoxPCI says the node has a Mellanox (NVIDIA
+	// networking, PCI vendor 15b3) device: the Network Operator's OFED
+	// DaemonSet selects it, so the NicClusterPolicy render writes asks
+	// for it too.
+	LabelNFDMellanoxPCI = "feature.node.kubernetes.io/pci-15b3.present"
+	// LabelNFDOSID and LabelNFDOSVersion give the OS release: both
+	// operators run one driver DaemonSet per OS version.
+	LabelNFDOSID      = "feature.node.kubernetes.io/system-os_release.ID"
+	LabelNFDOSVersion = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+	// LabelNFDKernel is the full kernel version (one precompiled GPU
+	// driver or OFED DaemonSet per kernel).
+	LabelNFDKernel = "feature.node.kubernetes.io/kernel-version.full"
+)
+
 // The labels the GPU Operator and its mig-manager put on a node and
 // gpufleet reads (the operator's upgrade labels are in actuator.go).
 const (

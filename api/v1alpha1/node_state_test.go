@@ -85,3 +85,33 @@ func TestNodeStateEncodesUTC(t *testing.T) {
 		t.Errorf("since written as %q, want %q", got, want)
 	}
 }
+
+// TestNodePhasePredicates pins which phases hold a slot and a cordon: the
+// planner, the simulator, gate and explain all ask these methods.
+func TestNodePhasePredicates(t *testing.T) {
+	for _, tt := range []struct {
+		p                 NodePhase
+		inFlight, cordons bool
+	}{
+		{"", false, false},
+		{NodePending, false, false},
+		{NodeDraining, true, true},
+		{NodeInstalling, true, true},
+		{NodeValidating, true, true},
+		{NodeSoaking, true, true},
+		{NodeDone, false, false},
+		{NodeRollingBack, true, true},
+		{NodeRolledBack, false, false},
+		{NodeQuarantined, false, true},
+	} {
+		if got := tt.p.InFlight(); got != tt.inFlight {
+			t.Errorf("%q.InFlight() = %t, want %t", tt.p, got, tt.inFlight)
+		}
+		if got := tt.p.HoldsCordon(); got != tt.cordons {
+			t.Errorf("%q.HoldsCordon() = %t, want %t", tt.p, got, tt.cordons)
+		}
+	}
+	if NodePhase("").OrPending() != NodePending || NodeDone.OrPending() != NodeDone {
+		t.Error("OrPending maps only the empty phase to Pending")
+	}
+}

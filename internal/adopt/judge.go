@@ -276,12 +276,12 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 		nodeWord(len(preinstalled)), nodeList(preinstalled), hasHave(len(preinstalled)), v1alpha1.LabelDeployDriver, DeployDriverPreinstalled, nodeWord(len(preinstalled)))
 	add(ReasonDriverOff, off, "%s %s %s the operator's driver turned off (%s=%s): no driver of the fleet's would reach %s; remove the label (or the %s from the cluster), then run init again",
 		nodeWord(len(off)), nodeList(off), hasHave(len(off)), v1alpha1.LabelDeployDriver, DeployDriverOff, themIt(len(off)), nodeWord(len(off)))
-	for _, s := range sortedKeys(upgrading) {
+	for _, s := range slices.Sorted(maps.Keys(upgrading)) {
 		ns := upgrading[s]
 		add(ReasonUpgrading, ns, "%s %s %s in the middle of a GPU Operator driver upgrade (%s=%s): what %s will run is not known yet; let the upgrade finish (or repair a failed one) until every node is %s, then run init again",
 			nodeWord(len(ns)), nodeList(ns), isAre(len(ns)), v1alpha1.LabelOperatorUpgradeState, s, theyIt(len(ns)), v1alpha1.OperatorStateDone)
 	}
-	for _, s := range sortedKeys(migChanging) {
+	for _, s := range slices.Sorted(maps.Keys(migChanging)) {
 		ns := migChanging[s]
 		add(ReasonMIGChanging, ns, "the MIG layout of %s %s is not in place (%s=%s): let mig-manager finish (or repair it), then run init again",
 			nodeWord(len(ns)), nodeList(ns), v1alpha1.LabelMIGConfigState, s)
@@ -317,7 +317,7 @@ func poolDrivers(cluster string, pools []*Pool, nodes []placedNode) Problems {
 			}
 		default:
 			var parts []string
-			for _, d := range sortedKeys(byDriver) {
+			for _, d := range slices.Sorted(maps.Keys(byDriver)) {
 				parts = append(parts, fmt.Sprintf("%s on %s", d, nodeList(byDriver[d])))
 			}
 			probs = append(probs, Problem{Cluster: cluster, Reason: ReasonMixedDrivers, Nodes: slices.Clone(p.Nodes),
@@ -376,7 +376,7 @@ func sharedProductWarnings(cluster string, pools []*Pool) Problems {
 		byProduct[p.Product] = append(byProduct[p.Product], p)
 	}
 	var warns Problems
-	for _, product := range sortedKeys(byProduct) {
+	for _, product := range slices.Sorted(maps.Keys(byProduct)) {
 		ps := byProduct[product]
 		if len(ps) < 2 {
 			continue
@@ -411,7 +411,7 @@ func judgeRelease(clusters []*FleetCluster, precompiled map[string]bool) (Releas
 	var probs Problems
 	skew := func(what string, by map[string][]string, advice string) {
 		var parts []string
-		for _, v := range sortedKeys(by) {
+		for _, v := range slices.Sorted(maps.Keys(by)) {
 			parts = append(parts, fmt.Sprintf("%s on %s", v, strings.Join(by[v], ", ")))
 		}
 		probs = append(probs, Problem{Reason: ReasonVersionSkew,

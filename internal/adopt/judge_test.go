@@ -345,7 +345,7 @@ func TestJudgeVersionFromImage(t *testing.T) {
 	c := cluster("prod-a", gpuNode("h-1", h100, drv570))
 	d := &c.Deployments[0]
 	d.Labels[v1alpha1.LabelHelmChart] = "nvidia-gpu-operator-custom"
-	d.Containers = []Container{{Name: "init", Image: "busybox:1.36"}, {Name: "gpu-operator", Image: "registry.example:5000/nvidia/gpu-operator:v25.3.4@sha256:abc"}}
+	d.Containers = []Container{{Name: "init", Image: "busybox:1.36"}, {Name: "gpu-operator", Image: "registry.example:5000/nvidia/gpu-operator:v25.3.4@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
 	r := Judge(recorded([]Cluster{c}), Options{})
 	if r.Err() != nil {
 		t.Fatal(r.Err())
@@ -353,7 +353,7 @@ func TestJudgeVersionFromImage(t *testing.T) {
 	if op := r.Fleet.Clusters[0].GPUOperator; op.Version != gpuOp || op.VersionFrom != VersionFromImage {
 		t.Errorf("version %q from %q", op.Version, op.VersionFrom)
 	}
-	d.Containers[1].Image = "registry.example:5000/nvidia/gpu-operator@sha256:abc"
+	d.Containers[1].Image = "registry.example:5000/nvidia/gpu-operator@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	r = Judge(recorded([]Cluster{c}), Options{})
 	if len(r.Problems) != 1 || r.Problems[0].Reason != ReasonOperatorUnreadable || !strings.Contains(r.Problems[0].Message, "cannot tell the chart version") {
 		t.Errorf("a digest only: %v", r.Problems)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/imageref"
 )
 
 // chartOf says which operator chart a Deployment belongs to:
@@ -38,16 +39,6 @@ func chartVersionOf(label, chart string) string {
 	return v
 }
 
-// imageTag is the tag of an image reference, "" for none or a digest only.
-func imageTag(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	slash := strings.LastIndex(image, "/")
-	if colon := strings.LastIndex(image, ":"); colon > slash {
-		return image[colon+1:]
-	}
-	return ""
-}
-
 // installOf reads the Helm release, namespace and chart version of an
 // operator's Deployment. The release is the chart's
 // app.kubernetes.io/instance label (both charts' helpers set it to
@@ -79,7 +70,7 @@ func installOf(cluster, chart string, d Deployment) (*Install, Problems) {
 	}
 	if v := chartVersionOf(d.Labels[v1alpha1.LabelHelmChart], chart); v != "" {
 		in.Version, in.VersionFrom = withV(v), VersionFromChartLabel
-	} else if tag := imageTag(operatorImage(chart, d)); chartVersion.MatchString(tag) {
+	} else if tag := imageref.Tag(operatorImage(chart, d)); chartVersion.MatchString(tag) {
 		in.Version, in.VersionFrom = withV(tag), VersionFromImage
 	} else {
 		bad("cannot tell the chart version of %s (Deployment %s): its %s label is %q and its image %q has no version tag; label it as the chart does (%s=%s-<version>) and run init again",

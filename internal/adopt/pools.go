@@ -2,6 +2,7 @@ package adopt
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,7 +59,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 	}
 	var pools []*Pool
 	taken := map[string]bool{}
-	for _, name := range sortedKeys(labelled) {
+	for _, name := range slices.Sorted(maps.Keys(labelled)) {
 		byKey := labelled[name]
 		keys := sortedGPUKeys(byKey)
 		var all []string
@@ -160,15 +161,6 @@ func sortedGPUKeys[V any](m map[gpuKey]V) []gpuKey {
 		}
 		return strings.Compare(a.MIG, b.MIG)
 	})
-	return keys
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	return keys
 }
 

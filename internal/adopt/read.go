@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -175,7 +176,7 @@ func gpuNodes(ctx context.Context, c client.Client) ([]Node, error) {
 		}
 	}
 	nodes := make([]Node, 0, len(byName))
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		nodes = append(nodes, byName[name])
 	}
 	return nodes, nil

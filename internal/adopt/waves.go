@@ -3,6 +3,7 @@ package adopt
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -27,7 +28,7 @@ func DefaultWaves(clusters []*FleetCluster) []WaveSpec {
 		byEnv[c.Environment] = append(byEnv[c.Environment], c.Context)
 		taken[c.Name] = true
 	}
-	envs := sortedKeys(byEnv)
+	envs := slices.Sorted(maps.Keys(byEnv))
 	rank := func(env string) int {
 		for _, w := range words(env) {
 			if stagingWords[w] {
@@ -86,7 +87,7 @@ func CheckOptions(contexts []string, o Options) error {
 	if o.Release != "" && !ValidName(o.Release) {
 		errs = append(errs, fmt.Errorf("--release %q is not a valid release name: at most %d lower-case letters, digits and '-', starting and ending with a letter or digit", o.Release, maxName))
 	}
-	for _, ctx := range sortedKeys(o.Environments) {
+	for _, ctx := range slices.Sorted(maps.Keys(o.Environments)) {
 		if !known[ctx] {
 			errs = append(errs, unknown("--environment", ctx))
 		}
@@ -94,7 +95,7 @@ func CheckOptions(contexts []string, o Options) error {
 			errs = append(errs, fmt.Errorf("--environment %s=%s: %q is not a valid environment name (lower-case letters, digits and '-')", ctx, env, env))
 		}
 	}
-	for _, key := range sortedKeys(o.Values) {
+	for _, key := range slices.Sorted(maps.Keys(o.Values)) {
 		if ctx := key[:max(strings.LastIndex(key, "/"), 0)]; !known[ctx] {
 			errs = append(errs, unknown("--values", ctx))
 		}

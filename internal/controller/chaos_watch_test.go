@@ -203,7 +203,7 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 		if phase != "" && nodeEdges[phase] == nil && phase != v1alpha1.NodeRolledBack && phase != v1alpha1.NodeQuarantined {
 			w.fail("node %s in phase %q, outside the state graph", n.Name, phase)
 		}
-		if planner.InFlight(phase) || phase == v1alpha1.NodeQuarantined || n.Spec.Unschedulable || !planner.NodeReady(n) || w.oos.Matches(set) {
+		if phase.InFlight() || phase == v1alpha1.NodeQuarantined || n.Spec.Unschedulable || !planner.NodeReady(n) || w.oos.Matches(set) {
 			out++
 		}
 		if n.Annotations[v1alpha1.AnnotationFailed] == "true" {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/imageref"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -97,7 +98,7 @@ func (r *Reconciler) ofedPods(ctx context.Context) (map[string]ofedPod, error) {
 func containerTag(p *corev1.Pod, name string) string {
 	for _, c := range p.Spec.Containers {
 		if c.Name == name {
-			return imageTag(c.Image)
+			return imageref.Tag(c.Image)
 		}
 	}
 	return ""

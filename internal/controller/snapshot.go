@@ -3,9 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/imageref"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -99,7 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		}
 		// The planner reads the policy's version only while the rollout
 		// moves OFED: at rest no pass asks the API server for it.
-		if o := ro.Spec.OFED; o.TargetVersion != o.PreviousVersion {
+		if ro.Spec.OFED.Moves() {
 			if obs.snap.OFEDPolicy, err = r.ofedPolicy(ctx); err != nil {
 				return nil, err
 			}
@@ -373,36 +372,13 @@ func podFailed(p *corev1.Pod) bool {
 	return false
 }
 
-// imageVersion matches the driver version at the start of an image tag:
-// driver images are tagged "<version>-<os>", e.g. 580.95.05-ubuntu22.04.
-var imageVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+){1,3}`)
-
 // podDriverVersion is the driver version a driver pod's image tag names,
 // or "" when no tag names one (a precompiled driver's "570-5.15.0-…").
 func podDriverVersion(p *corev1.Pod) string {
 	for _, c := range p.Spec.Containers {
-		tag := imageTag(c.Image)
-		if tag == "" {
-			continue
-		}
-		if v := imageVersion.FindString(tag); v != "" && (len(v) == len(tag) || !isDigitOrDot(tag[len(v)])) {
+		if v := v1alpha1.DriverTagVersion(imageref.Tag(c.Image)); v != "" {
 			return v
 		}
 	}
 	return ""
-}
-
-func isDigitOrDot(b byte) bool { return b == '.' || (b >= '0' && b <= '9') }
-
-// imageTag is an image reference's tag, "" when it names none (a digest
-// alone names no tag).
-func imageTag(img string) string {
-	if i := strings.LastIndexByte(img, '@'); i >= 0 {
-		img = img[:i]
-	}
-	if i := strings.LastIndexByte(img, '/'); i >= 0 {
-		img = img[i+1:]
-	}
-	_, tag, _ := strings.Cut(img, ":")
-	return tag
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/Masterminds/semver/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // supersededBy reports whether written, the version that last acted on a
@@ -17,15 +17,8 @@ import (
 // build without one ("(devel)", a test's empty version) neither refuses
 // nor is refused, as it cannot say which is newer.
 func supersededBy(written, mine string) bool {
-	w, err := semver.NewVersion(written)
-	if err != nil {
-		return false
-	}
-	m, err := semver.NewVersion(mine)
-	if err != nil {
-		return false
-	}
-	return w.GreaterThan(m)
+	order, ok := versions.Compare(written, mine)
+	return ok && order > 0
 }
 
 // superseded leaves ro alone, saying why on its Superseded condition (once:

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -34,7 +35,7 @@ func (w *walker) applications() {
 }
 
 func (w *walker) application(name string) Link {
-	l := Link{Step: StepApplication, Object: objectOf(apiApplication, "Application", gate.ArgoCDNamespace, name), Expected: "Synced at " + or(short(w.e.Revision), "the branch head") + ", Healthy"}
+	l := Link{Step: StepApplication, Object: objectOf(apiApplication, "Application", gate.ArgoCDNamespace, name), Expected: "Synced at " + cmp.Or(short(w.e.Revision), "the branch head") + ", Healthy"}
 	check, ok := w.passed(gate.ApplicationCheck(name))
 	l.Observed = check.Observed
 	if ok {
@@ -74,7 +75,7 @@ func (w *walker) application(name string) Link {
 		return l
 	case a.InProgress():
 		l.Step, l.State = StepSync, InProgress
-		l.Message = "Argo CD is syncing " + or(short(a.Operation.Revision), "it") + ": " + or(a.Operation.Message, "a sync is running")
+		l.Message = "Argo CD is syncing " + cmp.Or(short(a.Operation.Revision), "it") + ": " + cmp.Or(a.Operation.Message, "a sync is running")
 		if r := waitingOn(a); r != "" {
 			l.Message += "; waiting for " + r
 		}
@@ -88,12 +89,12 @@ func (w *walker) application(name string) Link {
 			return l
 		}
 		l.Step, l.State = StepSync, InProgress
-		l.Message = "OutOfSync: Argo CD starts a sync of " + or(short(a.Revision), "it") + " by itself"
+		l.Message = "OutOfSync: Argo CD starts a sync of " + cmp.Or(short(a.Revision), "it") + " by itself"
 		l.Next = sync
 		return l
 	case !gate.RevisionMatches(a.Revision, w.e.Revision):
 		l.Step, l.State = StepRevision, BrokenState
-		l.Message = fmt.Sprintf("Argo CD has synced %s, not the expected %s: is it pushed to the branch the Application follows? Argo CD looks at it every few minutes, at once on a refresh", or(short(a.Revision), "nothing"), short(w.e.Revision))
+		l.Message = fmt.Sprintf("Argo CD has synced %s, not the expected %s: is it pushed to the branch the Application follows? Argo CD looks at it every few minutes, at once on a refresh", cmp.Or(short(a.Revision), "nothing"), short(w.e.Revision))
 		l.Next = refresh
 		if name != render.ArgoCDRootApp && w.appNotOK(render.ArgoCDRootApp) {
 			l.State = Blocked
@@ -105,10 +106,10 @@ func (w *walker) application(name string) Link {
 		if a.Health == gate.ArgoProgressing {
 			l.State = InProgress
 		}
-		l.Message = "health " + or(a.Health, "unknown")
+		l.Message = "health " + cmp.Or(a.Health, "unknown")
 		r, ok := firstUnhealthy(a)
 		if ok {
-			r.Message = or(r.Message, w.stateOf(r))
+			r.Message = cmp.Or(r.Message, w.stateOf(r))
 			l.Message += ": " + r.Ref() + " is " + r.Health
 			if r.Message != "" {
 				l.Message += ": " + r.Message
@@ -175,7 +176,7 @@ func waitingOn(a *gate.Application) string {
 	if !ok {
 		return ""
 	}
-	s := r.Ref() + " (" + or(r.Health, r.Sync)
+	s := r.Ref() + " (" + cmp.Or(r.Health, r.Sync)
 	if r.Message != "" {
 		s += ": " + r.Message
 	}
@@ -193,7 +194,7 @@ func (w *walker) stateOf(r gate.ArgoResource) string {
 				return c.Type + ": " + c.Message
 			}
 		}
-		return "phase " + or(string(w.o.Rollout.Status.Phase), "Pending")
+		return "phase " + cmp.Or(string(w.o.Rollout.Status.Phase), "Pending")
 	case r.Kind == "NVIDIADriver" && w.o.NVIDIADrivers[r.Name] != nil:
 		return operatorState(w.o.NVIDIADrivers[r.Name])
 	case r.Kind == "ClusterPolicy" && w.o.ClusterPolicy != nil:
@@ -206,7 +207,7 @@ func (w *walker) stateOf(r gate.ArgoResource) string {
 // say of it.
 func operatorState(u *unstructured.Unstructured) string {
 	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-	return "state " + or(state, "unset") + stateDetail(stateCondition(u))
+	return "state " + cmp.Or(state, "unset") + stateDetail(stateCondition(u))
 }
 
 // firstUnhealthy is the resource of the lowest sync wave whose health is

@@ -1,7 +1,9 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,7 +45,7 @@ func (w *walker) sourceRefs() []ref {
 // the expected revision.
 func (w *walker) sources() {
 	for _, r := range w.sourceRefs() {
-		l := Link{Step: StepSource, Object: objectOf(apiSource, "GitRepository", r.Namespace, r.Name), Expected: "Ready, fetched " + or(short(w.e.Revision), "the branch head")}
+		l := Link{Step: StepSource, Object: objectOf(apiSource, "GitRepository", r.Namespace, r.Name), Expected: "Ready, fetched " + cmp.Or(short(w.e.Revision), "the branch head")}
 		u := w.o.Sources[r.Namespace+"/"+r.Name]
 		fluxFlags := fmt.Sprintf("%s -n %s", r.Name, r.Namespace)
 		switch {
@@ -61,7 +63,7 @@ func (w *walker) sources() {
 			continue
 		}
 		artifact, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision")
-		l.Observed = "fetched " + or(short(artifact), "nothing")
+		l.Observed = "fetched " + cmp.Or(short(artifact), "nothing")
 		ready := condition(u, "Ready")
 		switch {
 		case ready == nil || ready.Status != "True":
@@ -75,7 +77,7 @@ func (w *walker) sources() {
 			l.Step, l.State, l.Condition = StepRevision, BrokenState, ready
 			branch, _, _ := unstructured.NestedString(u.Object, "spec", "ref", "branch")
 			interval, _, _ := unstructured.NestedString(u.Object, "spec", "interval")
-			l.Message = fmt.Sprintf("source-controller has fetched %s, not the expected %s: is it pushed to %s? Flux fetches every %s", or(artifact, "nothing"), short(w.e.Revision), or("branch "+branch, "the branch it follows"), or(interval, "interval"))
+			l.Message = fmt.Sprintf("source-controller has fetched %s, not the expected %s: is it pushed to %s? Flux fetches every %s", cmp.Or(artifact, "nothing"), short(w.e.Revision), cmp.Or("branch "+branch, "the branch it follows"), cmp.Or(interval, "interval"))
 			l.Next = "flux reconcile source git " + fluxFlags
 		default:
 			l.State = OK
@@ -104,7 +106,7 @@ func (w *walker) kustomizations() {
 }
 
 func (w *walker) kustomization(name string) Link {
-	l := Link{Step: StepKustomization, Object: objectOf(apiKustomization, "Kustomization", fluxNamespace, name), Expected: "Ready at " + or(short(w.e.Revision), "the source's revision")}
+	l := Link{Step: StepKustomization, Object: objectOf(apiKustomization, "Kustomization", fluxNamespace, name), Expected: "Ready at " + cmp.Or(short(w.e.Revision), "the source's revision")}
 	check, ok := w.passed(gate.KustomizationCheck(name))
 	l.Observed = check.Observed
 	if ok {
@@ -161,7 +163,7 @@ func (w *walker) kustomization(name string) Link {
 	}
 	applied, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
 	l.Step, l.State = StepRevision, BrokenState
-	l.Message = fmt.Sprintf("Ready, but applied %s, not the expected %s", or(applied, "nothing"), short(w.e.Revision))
+	l.Message = fmt.Sprintf("Ready, but applied %s, not the expected %s", cmp.Or(applied, "nothing"), short(w.e.Revision))
 	l.Next = reconcile
 	if w.sourceBroken() {
 		l.State, l.Message = Blocked, l.Message+": its source has not fetched it either"
@@ -235,7 +237,7 @@ func (w *walker) healthCheck(l Link, name string, k *unstructured.Unstructured, 
 		return l
 	}
 	l.Step = StepHealthCheck
-	l.Message = "health checks did not pass within spec.timeout " + or(timeoutText, "(unset)") + ": " + ready.Message
+	l.Message = "health checks did not pass within spec.timeout " + cmp.Or(timeoutText, "(unset)") + ": " + ready.Message
 	if startup > 0 {
 		l.Message += fmt.Sprintf(" (start-up declared by %s: %s; if it takes longer, raise it in the fleet file)", from, startup)
 	}
@@ -294,7 +296,7 @@ func inspectWaitedFor(msg, kustomization string) string {
 // operators judges the operators' HelmReleases, or in the manifests chart
 // mode their Deployments.
 func (w *walker) operators() {
-	for _, key := range sortedKeys(w.e.HelmReleases) {
+	for _, key := range slices.Sorted(maps.Keys(w.e.HelmReleases)) {
 		ns, name, _ := strings.Cut(key, "/")
 		id := gate.HelmReleaseCheck(key)
 		l := Link{Step: StepHelmRelease, Object: objectOf(apiHelmRelease, "HelmRelease", ns, name), Expected: "Ready at chart " + w.e.HelmReleases[key], Checks: []gate.CheckID{id}}
@@ -319,7 +321,7 @@ func (w *walker) operators() {
 		}
 		w.add(l)
 	}
-	for _, key := range sortedKeys(w.e.OperatorDeployments) {
+	for _, key := range slices.Sorted(maps.Keys(w.e.OperatorDeployments)) {
 		ns, name, _ := strings.Cut(key, "/")
 		id := gate.OperatorDeploymentCheck(key)
 		l := Link{Step: StepOperator, Object: objectOf("apps/v1", "Deployment", ns, name), Expected: "Available, chart " + w.e.OperatorDeployments[key], Checks: []gate.CheckID{id}}
@@ -360,14 +362,5 @@ func condMessage(c *Condition) string {
 	if c == nil {
 		return "no Ready condition yet"
 	}
-	return or(c.Message, c.Reason)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return cmp.Or(c.Message, c.Reason)
 }

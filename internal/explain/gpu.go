@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func (w *walker) gpuOperator() {
 		l.State, l.Message, l.Next = BrokenState, "there is no ClusterPolicy: the GPU Operator's chart makes one", w.applyCommand("operators")
 	default:
 		l.State, l.Condition = BrokenState, stateCondition(w.o.ClusterPolicy)
-		l.Message = "the GPU Operator reports its ClusterPolicy " + or(check.Observed, "without a state") + stateDetail(l.Condition)
+		l.Message = "the GPU Operator reports its ClusterPolicy " + cmp.Or(check.Observed, "without a state") + stateDetail(l.Condition)
 		l.Next = "kubectl describe clusterpolicy " + l.Object.Name
 	}
 	w.add(l)
@@ -47,7 +48,7 @@ func (w *walker) gpuOperator() {
 			w.blockedBy(&l, "config")
 		default:
 			l.State, l.Condition = BrokenState, stateCondition(u)
-			l.Message = "the GPU Operator reports the NVIDIADriver " + or(check.Observed, "without a state") + stateDetail(l.Condition)
+			l.Message = "the GPU Operator reports the NVIDIADriver " + cmp.Or(check.Observed, "without a state") + stateDetail(l.Condition)
 			l.Next = "kubectl describe nvidiadriver " + name
 		}
 		w.add(l)
@@ -88,7 +89,7 @@ func stateCondition(u *unstructured.Unstructured) *Condition {
 		return c
 	}
 	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
-	return &Condition{Type: "state", Status: or(state, "none")}
+	return &Condition{Type: "state", Status: cmp.Or(state, "none")}
 }
 
 func stateDetail(c *Condition) string {
@@ -147,7 +148,7 @@ func (w *walker) driverPods() {
 func (w *walker) moving(node string) bool {
 	for _, n := range w.o.Nodes {
 		if n.Name == node {
-			return inFlight(nodeStateOf(n).Phase)
+			return nodeStateOf(n).Phase.InFlight()
 		}
 	}
 	return false

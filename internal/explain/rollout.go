@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,7 @@ func (w *walker) rollout() {
 		case dr.Status.Phase == v1alpha1.PhaseAborted:
 			l.State, l.Message = OK, "aborted: its nodes are rolled back"
 		default:
-			l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the aborted rollout is rolling its nodes back (%s)", or(string(dr.Status.Phase), "starting")), "kubectl get driverrollout "+w.e.Rollout+" -w"
+			l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the aborted rollout is rolling its nodes back (%s)", cmp.Or(string(dr.Status.Phase), "starting")), "kubectl get driverrollout "+w.e.Rollout+" -w"
 		}
 	case dr.Spec.TargetVersion != w.a.Driver:
 		l.State, l.Message, l.Next = BrokenState, check.Message+": Flux has not applied the release's lifecycle step", reconcile
@@ -88,7 +89,7 @@ func (w *walker) rollout() {
 		l.Condition = cond(v1alpha1.ConditionOverlap)
 		l.State, l.Message, l.Next = InProgress, "some nodes belong to another rollout, and wait for it: "+l.Condition.Message, "kubectl get driverrollouts"
 	default:
-		l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the rollout is %s: %d of %d nodes done", or(string(dr.Status.Phase), "starting"), dr.Status.Nodes.Done, dr.Status.Total), "kubectl get driverrollout "+w.e.Rollout+" -w"
+		l.State, l.Message, l.Next = InProgress, fmt.Sprintf("the rollout is %s: %d of %d nodes done", cmp.Or(string(dr.Status.Phase), "starting"), dr.Status.Nodes.Done, dr.Status.Total), "kubectl get driverrollout "+w.e.Rollout+" -w"
 		if gate.BudgetExceeded(dr) {
 			l.State, l.Message, l.Next = BrokenState, check.Message, describe
 		}
@@ -139,11 +140,11 @@ func (w *walker) nodes() {
 	for _, n := range w.rolloutNodes() {
 		st := nodeStateOf(n)
 		info := Node{
-			Name: n.Name, Phase: string(phaseOr(st.Phase)), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
+			Name: n.Name, Phase: string(st.Phase.OrPending()), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
 			Ready: planner.NodeReady(&n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
 		}
 		info.OnTarget = planner.DriverMatches(info.Driver, w.a.Driver)
-		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !planner.HoldsCordon(phaseOr(st.Phase)))
+		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !st.Phase.HoldsCordon())
 		if !st.Since.IsZero() {
 			info.Since = st.Since.UTC().Format(time.RFC3339)
 		}
@@ -199,7 +200,7 @@ func (w *walker) nodeFails(n corev1.Node) []gate.CheckID {
 
 // node judges one node; ok when nothing is to be said about it.
 func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bool) {
-	l := Link{Step: StepNode, Object: objectOf("v1", "Node", "", n.Name), Expected: "Ready, on driver " + w.a.Driver, Observed: fmt.Sprintf("%s, driver %s", info.Phase, or(info.Driver, "none"))}
+	l := Link{Step: StepNode, Object: objectOf("v1", "Node", "", n.Name), Expected: "Ready, on driver " + w.a.Driver, Observed: fmt.Sprintf("%s, driver %s", info.Phase, cmp.Or(info.Driver, "none"))}
 	describe := "kubectl describe node " + n.Name
 	if !info.Ready {
 		l.State, l.Next = BrokenState, describe
@@ -217,11 +218,11 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 			return l, false
 		}
 	}
-	phase := phaseOr(st.Phase)
+	phase := st.Phase.OrPending()
 	switch {
 	case phase == v1alpha1.NodeQuarantined || phase == v1alpha1.NodeRolledBack || phase == v1alpha1.NodeRollingBack:
 		l.State, l.Next = BrokenState, describe
-		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", or(st.Rollout, w.e.Rollout), phase)
+		l.Message = fmt.Sprintf("the node failed in rollout %s and is %s", cmp.Or(st.Rollout, w.e.Rollout), phase)
 		return l, false
 	case gate.DriverUnlabelled(w.e, n) && n.Labels[v1alpha1.LabelDriver] == "":
 		// The gate's driver-label check, said for this node: the
@@ -251,7 +252,7 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.State, l.Next = InProgress, "kubectl get driverrollout "+st.Rollout
 		l.Message = "the node belongs to rollout " + st.Rollout + ", and waits for it"
 		return l, false
-	case inFlight(phase):
+	case phase.InFlight():
 		l.State, l.Next = InProgress, "kubectl get driverrollout "+w.e.Rollout+" -w"
 		l.Message = "the node is " + string(phase)
 		if !st.Since.IsZero() {
@@ -290,22 +291,6 @@ func (w *walker) rolloutNodes() []corev1.Node {
 
 func nodeStateOf(n corev1.Node) v1alpha1.NodeState {
 	return v1alpha1.NodeStateOf(n.Labels, n.Annotations)
-}
-
-func phaseOr(p v1alpha1.NodePhase) v1alpha1.NodePhase {
-	if p == "" {
-		return v1alpha1.NodePending
-	}
-	return p
-}
-
-// inFlight: the rollout is moving the node (it holds its own cordon then).
-func inFlight(p v1alpha1.NodePhase) bool {
-	switch p {
-	case v1alpha1.NodeDraining, v1alpha1.NodeInstalling, v1alpha1.NodeValidating, v1alpha1.NodeSoaking, v1alpha1.NodeRollingBack:
-		return true
-	}
-	return false
 }
 
 func nodeCondition(n corev1.Node, t corev1.NodeConditionType) *Condition {

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -130,7 +131,7 @@ func (w *walker) uncovered() {
 		}
 		w.add(Link{Step: StepCheck, Object: objectOf(APIVersion, "GateCheck", "", c.Name.String()), State: BrokenState,
 			Expected: c.Expected, Observed: c.Observed, Checks: []gate.CheckID{c.Name},
-			Message: "the gate fails " + c.Name.String() + ": " + or(c.Message, c.Observed),
+			Message: "the gate fails " + c.Name.String() + ": " + cmp.Or(c.Message, c.Observed),
 			Next:    "gpufleet gate --cluster " + w.e.Cluster})
 	}
 }
@@ -228,11 +229,4 @@ func short(rev string) string {
 		rev = rev[i+1:]
 	}
 	return rev[:min(12, len(rev))]
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // ofedVersionForms are the OFED driver versions the Network Operator's
@@ -17,36 +16,36 @@ import (
 // a version it would refuse is one the operator's own tooling never
 // meant: gpufleet refuses it offline, at the release's key.
 var ofedVersionForms = []struct {
-	since   *semver.Version
+	since   versions.Version
 	pattern *regexp.Regexp
 	example string
 }{
 	// v24.1.0: "23.10-0.2.2.0".
-	{semver.MustParse("0.0.0"), regexp.MustCompile(`^(\d+\.\d+-\d+(\.\d+)*)$`), "23.10-0.2.2.0"},
+	{versions.MustParse("0.0.0"), regexp.MustCompile(`^(\d+\.\d+-\d+(\.\d+)*)$`), "23.10-0.2.2.0"},
 	// v24.1.1 to v25.4.x: a trailing "-N" build, "25.04-0.6.1.0-2".
-	{semver.MustParse("24.1.1"), regexp.MustCompile(`^(\d+\.\d+-\d+(\.\d+)*(-\d+)?)$`), "25.04-0.6.1.0-2"},
+	{versions.MustParse("24.1.1"), regexp.MustCompile(`^(\d+\.\d+-\d+(\.\d+)*(-\d+)?)$`), "25.04-0.6.1.0-2"},
 	// v25.7.x: also the DOCA prefix, "doca3.1.0-25.07-0.6.6.0-0".
-	{semver.MustParse("25.7.0"), regexp.MustCompile(`^(doca\d+\.\d+\.\d+-\d+\.\d+-\d+\.\d+\.\d+\.\d+-\d+|\d+\.\d+-\d+(\.\d+)*(-\d+)?)$`), "doca3.1.0-25.07-0.6.6.0-0"},
+	{versions.MustParse("25.7.0"), regexp.MustCompile(`^(doca\d+\.\d+\.\d+-\d+\.\d+-\d+\.\d+\.\d+\.\d+-\d+|\d+\.\d+-\d+(\.\d+)*(-\d+)?)$`), "doca3.1.0-25.07-0.6.6.0-0"},
 	// v25.10.0 on (v26.4.1 too): also a digest, a DOCA minor without
 	// patch, and kernel-specific suffixes.
-	{semver.MustParse("25.10.0"), regexp.MustCompile(`^(sha256:[a-fA-F0-9]{64}|doca\d+\.\d+(\.\d+)?-\d+\.\d+-\d+\.\d+\.\d+\.\d+-\d+(-[\w\.\-]+)*|\d+\.\d+-\d+(\.\d+)*(-\d+)?(-[\w\.\-]+)*)$`), "doca3.2.0-25.10-1.2.8.0-2"},
+	{versions.MustParse("25.10.0"), regexp.MustCompile(`^(sha256:[a-fA-F0-9]{64}|doca\d+\.\d+(\.\d+)?-\d+\.\d+-\d+\.\d+\.\d+\.\d+-\d+(-[\w\.\-]+)*|\d+\.\d+-\d+(\.\d+)*(-\d+)?(-[\w\.\-]+)*)$`), "doca3.2.0-25.10-1.2.8.0-2"},
 }
 
 // OFEDVersionForm returns the pattern the Network Operator at
 // networkOperator (a chart version such as v25.4.0) accepts an OFED driver
 // version in, and an example of it; nil when the version cannot be read.
 func OFEDVersionForm(networkOperator string) (*regexp.Regexp, string) {
-	v, err := semver.NewVersion(networkOperator)
+	v, err := versions.Parse(networkOperator)
 	if err != nil {
 		return nil, ""
 	}
 	// A pre-release counts as its release: v25.10.0-rc.1 has v25.10.0's
 	// webhook.
-	core, _ := v.SetPrerelease("")
+	core := v.Release()
 	var pattern *regexp.Regexp
 	var example string
 	for _, f := range ofedVersionForms {
-		if !core.LessThan(f.since) {
+		if core.AtLeast(f.since) {
 			pattern, example = f.pattern, f.example
 		}
 	}

@@ -1,10 +1,10 @@
 package fleet
 
 import (
-	"cmp"
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // WaveIndex returns the index of the wave named name, or -1.
@@ -167,54 +167,11 @@ func (f *Fleet) Downgrade(release string) []string {
 	} {
 		// A release without a Network Operator removes it rather than
 		// going back to an older one.
-		if c.new != "" && c.old != "" && compareVersions(c.new, c.old) < 0 {
+		if order, ok := versions.Compare(c.new, c.old); ok && order < 0 {
 			why = append(why, fmt.Sprintf("%s %s < %s", c.what, c.new, c.old))
 		}
 	}
 	return why
-}
-
-// compareVersions orders chart versions (v25.10.1) and driver versions
-// (580.95.05) by their numeric components; a pre-release suffix sorts
-// before the release it precedes.
-func compareVersions(a, b string) int {
-	split := func(v string) ([]int, string) {
-		v = strings.TrimPrefix(v, "v")
-		v, pre, _ := strings.Cut(v, "-")
-		v, _, _ = strings.Cut(v, "+")
-		var nums []int
-		for _, p := range strings.Split(v, ".") {
-			n, err := strconv.Atoi(p)
-			if err != nil {
-				n = -1
-			}
-			nums = append(nums, n)
-		}
-		return nums, pre
-	}
-	an, apre := split(a)
-	bn, bpre := split(b)
-	for i := 0; i < max(len(an), len(bn)); i++ {
-		x, y := 0, 0
-		if i < len(an) {
-			x = an[i]
-		}
-		if i < len(bn) {
-			y = bn[i]
-		}
-		if x != y {
-			return cmp.Compare(x, y)
-		}
-	}
-	switch {
-	case apre == bpre:
-		return 0
-	case apre == "":
-		return 1
-	case bpre == "":
-		return -1
-	}
-	return strings.Compare(apre, bpre)
 }
 
 // WithPromotion is a copy of f in another promotion state, sharing the rest:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // Stack is the LLM serving stack that runs on the fleet's GPU clusters:
@@ -250,17 +250,17 @@ func (f *Fleet) validateService(probs *problemList, svc *Service, envs []string)
 }
 
 func checkTag(probs *problemList, key, tag, tagRange string) {
-	v, err := semver.NewVersion(tag)
-	if err != nil {
+	v, tagErr := versions.Parse(tag)
+	if tagErr != nil {
 		probs.add(key+".tag", "%q is not a semantic version tag", tag)
 	}
-	c, err := semver.NewConstraint(tagRange)
+	r, err := versions.ParseRange(tagRange)
 	switch {
 	case tagRange == "":
 		probs.add(key, "tag-range is required: the semver range image automation may move the tag in, e.g. \">=0.8.0 <0.9.0\"")
 	case err != nil:
 		probs.add(key+".tag-range", "%q is not a semver range: %v", tagRange, err)
-	case v != nil && !c.Check(v):
+	case tagErr == nil && !r.Contains(v):
 		probs.add(key+".tag", "tag %s is outside its tag-range %q", tag, tagRange)
 	}
 }
@@ -278,7 +278,7 @@ func (f *Fleet) validateServiceSetting(probs *problemList, key, env string, svc 
 	if s.TagRange != "" {
 		if svc.Image == "" {
 			probs.add(key+".tag-range", "tag-range applies to image services only")
-		} else if _, err := semver.NewConstraint(s.TagRange); err != nil {
+		} else if _, err := versions.ParseRange(s.TagRange); err != nil {
 			probs.add(key+".tag-range", "%q is not a semver range: %v", s.TagRange, err)
 		}
 	}

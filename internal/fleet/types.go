@@ -1,13 +1,12 @@
 package fleet
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // DefaultChartRepository is where the NVIDIA GPU Operator and Network
@@ -147,22 +146,16 @@ type Cluster struct {
 	NetworkOperator *OperatorInstall `toml:"network-operator"`
 }
 
-// AdmissionPolicyMinor is the first Kubernetes minor version that serves
+// AdmissionPolicyVersion is the first Kubernetes version that serves
 // ValidatingAdmissionPolicy as admissionregistration.k8s.io/v1.
-const AdmissionPolicyMinor = 30
+var AdmissionPolicyVersion = versions.MustParse("1.30")
 
 // ServesAdmissionPolicy reports whether the cluster's API server serves
 // ValidatingAdmissionPolicy v1: Kubernetes 1.30 or later, or a cluster
 // whose version the fleet file does not say (taken to be current).
 func (c *Cluster) ServesAdmissionPolicy() bool {
-	v := strings.TrimPrefix(c.Kubernetes, "v")
-	if v == "" {
-		return true
-	}
-	_, minor, _ := strings.Cut(v, ".")
-	minor, _, _ = strings.Cut(minor, ".")
-	n, err := strconv.Atoi(minor)
-	return err != nil || n >= AdmissionPolicyMinor
+	v, err := versions.Parse(c.Kubernetes)
+	return err != nil || v.AtLeast(AdmissionPolicyVersion)
 }
 
 // Pool is a set of identical GPU nodes in a cluster.

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -222,7 +223,7 @@ func applicationReady(u *unstructured.Unstructured, revision string) (bool, stri
 	if a == nil {
 		return false, "missing", "the Application does not exist: has the cluster's root Application been applied (gpufleet bootstrap), and has Argo CD synced it?"
 	}
-	observed := fmt.Sprintf("%s at %s, %s", cmpOr(a.Sync, "Unknown"), shortRev(a.Revision), cmpOr(a.Health, "no health"))
+	observed := fmt.Sprintf("%s at %s, %s", cmp.Or(a.Sync, "Unknown"), shortRev(a.Revision), cmp.Or(a.Health, "no health"))
 	if a.InProgress() {
 		observed += ", syncing"
 	}
@@ -232,7 +233,7 @@ func applicationReady(u *unstructured.Unstructured, revision string) (bool, stri
 	case a.InProgress():
 		return false, observed, "a sync is in progress (Argo CD applies the next revision after it): " + a.OperationMessage()
 	case a.Sync != ArgoSynced:
-		msg := "Argo CD finds it " + cmpOr(a.Sync, "Unknown")
+		msg := "Argo CD finds it " + cmp.Or(a.Sync, "Unknown")
 		if len(a.Conditions) > 0 {
 			msg += ": " + strings.Join(a.Conditions, "; ")
 		} else if a.LastSyncFailed() {
@@ -242,11 +243,11 @@ func applicationReady(u *unstructured.Unstructured, revision string) (bool, stri
 	case !RevisionMatches(a.Revision, revision):
 		return false, observed, fmt.Sprintf("Argo CD has synced %s, not the expected %s yet", shortRev(a.Revision), shortRev(revision))
 	case a.Health != ArgoHealthy:
-		msg := "health " + cmpOr(a.Health, "unknown")
+		msg := "health " + cmp.Or(a.Health, "unknown")
 		if a.HealthMessage != "" {
 			msg += ": " + a.HealthMessage
 		} else if len(a.Resources) > 0 {
-			msg += ": " + a.Resources[0].Ref() + " " + cmpOr(a.Resources[0].Health, a.Resources[0].Sync) + " " + a.Resources[0].Message
+			msg += ": " + a.Resources[0].Ref() + " " + cmp.Or(a.Resources[0].Health, a.Resources[0].Sync) + " " + a.Resources[0].Message
 		}
 		return false, observed, strings.TrimSpace(msg)
 	}
@@ -262,7 +263,7 @@ func (a *Application) OperationMessage() string {
 	msg := a.Operation.Message
 	if len(a.Operation.Failed) > 0 {
 		r := a.Operation.Failed[0]
-		msg += " (" + r.Ref() + ": " + cmpOr(r.Message, cmpOr(r.Health, r.Sync)) + ")"
+		msg += " (" + r.Ref() + ": " + cmp.Or(r.Message, cmp.Or(r.Health, r.Sync)) + ")"
 	}
 	return msg
 }

@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -50,12 +52,12 @@ func Evaluate(e Expected, o Observed) []Check {
 		ok, observed, msg := applicationReady(o.Applications[name], e.Revision)
 		add(ApplicationCheck(name), ok, "Synced at "+shortRev(e.Revision)+", Healthy", observed, msg)
 	}
-	for _, key := range sortedKeys(e.HelmReleases) {
+	for _, key := range slices.Sorted(maps.Keys(e.HelmReleases)) {
 		want := e.HelmReleases[key]
 		ok, observed, msg := helmReleaseReady(o.HelmReleases[key], want)
 		add(HelmReleaseCheck(key), ok, "Ready at chart "+want, observed, msg)
 	}
-	for _, key := range sortedKeys(e.OperatorDeployments) {
+	for _, key := range slices.Sorted(maps.Keys(e.OperatorDeployments)) {
 		want := e.OperatorDeployments[key]
 		ok, observed, msg := operatorDeploymentReady(o.Deployments[key], want)
 		add(OperatorDeploymentCheck(key), ok, "Available, chart "+want, observed, msg)
@@ -92,7 +94,7 @@ func kustomizationReady(u *unstructured.Unstructured, revision string) (bool, st
 	}
 	observed := fmt.Sprintf("%s at %s", res.Status, shortRev(applied))
 	if res.Status != status.CurrentStatus {
-		return false, observed, cmpOr(res.Message, "not Ready")
+		return false, observed, cmp.Or(res.Message, "not Ready")
 	}
 	if revision != "" && !strings.Contains(applied, revision) {
 		return false, observed, "Flux has not applied the expected revision yet"
@@ -109,9 +111,9 @@ func helmReleaseReady(u *unstructured.Unstructured, version string) (bool, strin
 	if err != nil {
 		return false, "unreadable status", err.Error()
 	}
-	observed := fmt.Sprintf("%s at chart %s", res.Status, cmpOr(chart, "none"))
+	observed := fmt.Sprintf("%s at chart %s", res.Status, cmp.Or(chart, "none"))
 	if res.Status != status.CurrentStatus {
-		return false, observed, cmpOr(res.Message, "not Ready")
+		return false, observed, cmp.Or(res.Message, "not Ready")
 	}
 	if chart != version {
 		return false, observed, fmt.Sprintf("chart %s is deployed, %s expected", chart, version)
@@ -131,12 +133,12 @@ func operatorDeploymentReady(u *unstructured.Unstructured, chart string) (bool, 
 	if err != nil {
 		return false, "unreadable status", err.Error()
 	}
-	observed := fmt.Sprintf("%s, chart %s", res.Status, cmpOr(got, "unlabelled"))
+	observed := fmt.Sprintf("%s, chart %s", res.Status, cmp.Or(got, "unlabelled"))
 	if got != chart {
-		return false, observed, fmt.Sprintf("chart %s is applied, %s expected", cmpOr(got, "(no "+labelHelmChart+" label)"), chart)
+		return false, observed, fmt.Sprintf("chart %s is applied, %s expected", cmp.Or(got, "(no "+labelHelmChart+" label)"), chart)
 	}
 	if res.Status != status.CurrentStatus {
-		return false, observed, cmpOr(res.Message, "not Available")
+		return false, observed, cmp.Or(res.Message, "not Available")
 	}
 	return true, observed, ""
 }
@@ -160,12 +162,12 @@ func controllerReady(u *unstructured.Unstructured, image string) (bool, string, 
 	if err != nil {
 		return false, "unreadable status", err.Error()
 	}
-	observed := fmt.Sprintf("%s, %s", res.Status, cmpOr(got, "no "+config.Container+" container"))
+	observed := fmt.Sprintf("%s, %s", res.Status, cmp.Or(got, "no "+config.Container+" container"))
 	if got != image {
-		return false, observed, fmt.Sprintf("the Deployment runs %s, %s expected", cmpOr(got, "no "+config.Container+" container"), image)
+		return false, observed, fmt.Sprintf("the Deployment runs %s, %s expected", cmp.Or(got, "no "+config.Container+" container"), image)
 	}
 	if res.Status != status.CurrentStatus {
-		return false, observed, cmpOr(res.Message, "not Available")
+		return false, observed, cmp.Or(res.Message, "not Available")
 	}
 	return true, observed, ""
 }
@@ -191,7 +193,7 @@ func stateReady(u *unstructured.Unstructured, what string) (bool, string, string
 	}
 	state, _, _ := unstructured.NestedString(u.Object, "status", "state")
 	if state != "ready" {
-		return false, cmpOr(state, "no state"), what + " is not ready"
+		return false, cmp.Or(state, "no state"), what + " is not ready"
 	}
 	return true, state, ""
 }
@@ -215,9 +217,9 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 				quarantined++
 			}
 			if v := n.Labels[v1alpha1.LabelGFDDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
-				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmpOr(v, "none")))
+				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmp.Or(v, "none")))
 			} else if DriverUnlabelled(e, n) {
-				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmpOr(n.Labels[v1alpha1.LabelDriver], "none")))
+				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmp.Or(n.Labels[v1alpha1.LabelDriver], "none")))
 				if n.Labels[v1alpha1.LabelDriver] == "" {
 					unlabelled = append(unlabelled, n.Name)
 				}
@@ -370,14 +372,14 @@ func DriverUnlabelled(e Expected, n corev1.Node) bool {
 	return e.DriverLabel && e.Release != nil &&
 		planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], e.Release.Driver) &&
 		n.Labels[v1alpha1.LabelDriver] != e.Release.Driver &&
-		!planner.HoldsCordon(v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase)
+		!v1alpha1.NodeStateOf(n.Labels, n.Annotations).Phase.HoldsCordon()
 }
 
 func rolloutComplete(dr *v1alpha1.DriverRollout, e Expected) (bool, string, string) {
 	if dr == nil {
 		return false, "missing", "the DriverRollout does not exist: has the lifecycle step been applied?"
 	}
-	observed := fmt.Sprintf("%s, %d/%d done, budget used %d of %d", cmpOr(string(dr.Status.Phase), "no phase"), dr.Status.Nodes.Done, dr.Status.Total, dr.Status.BudgetUsed, dr.Spec.FailureBudget)
+	observed := fmt.Sprintf("%s, %d/%d done, budget used %d of %d", cmp.Or(string(dr.Status.Phase), "no phase"), dr.Status.Nodes.Done, dr.Status.Total, dr.Status.BudgetUsed, dr.Spec.FailureBudget)
 	if dr.Spec.TargetVersion != e.Release.Driver {
 		return false, observed, fmt.Sprintf("the DriverRollout targets %s, the release's driver is %s", dr.Spec.TargetVersion, e.Release.Driver)
 	}
@@ -418,23 +420,7 @@ func shortRev(rev string) string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	return cmpOr(rev, "none")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return cmp.Or(rev, "none")
 }
 
 // BudgetExceeded says more of the rollout's nodes failed than its failure

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,7 +126,7 @@ func PendingOf(rep *Report) []Pending {
 				p.Rollout = ch.Observed
 			}
 			if ch.Status != Pass {
-				p.Waiting = append(p.Waiting, fmt.Sprintf("%s (%s)", ch.Name, cmpOr(ch.Message, ch.Observed)))
+				p.Waiting = append(p.Waiting, fmt.Sprintf("%s (%s)", ch.Name, cmp.Or(ch.Message, ch.Observed)))
 			}
 		}
 		out = append(out, p)

@@ -32,14 +32,6 @@ const PolicyName = "nic-cluster-policy"
 // PolicyGVK is the NicClusterPolicy's kind (cluster-scoped).
 var PolicyGVK = schema.GroupVersionKind{Group: "mellanox.com", Version: "v1alpha1", Kind: "NicClusterPolicy"}
 
-// Node Feature Discovery's labels the OFED DaemonSet selects on.
-const (
-	labelMellanoxPCI = "feature.node.kubernetes.io/pci-15b3.present"
-	labelOSID        = "feature.node.kubernetes.io/system-os_release.ID"
-	labelOSVersion   = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
-	labelKernel      = "feature.node.kubernetes.io/kernel-version.full"
-)
-
 // Options tune the player. Zero values take the defaults in brackets.
 type Options struct {
 	// Namespace is the Network Operator's namespace, where the OFED
@@ -137,13 +129,13 @@ func (p *OFEDDaemonSetPlayer) desired(ctx context.Context, policy *unstructured.
 		}
 	}
 	nodes := &corev1.NodeList{}
-	if err := p.c.List(ctx, nodes, client.MatchingLabels{labelMellanoxPCI: "true"}); err != nil {
+	if err := p.c.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelNFDMellanoxPCI: "true"}); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	seen := map[nodePool]bool{}
 	var out []*appsv1.DaemonSet
 	for _, n := range nodes.Items {
-		np := nodePool{os: n.Labels[labelOSID], osVersion: n.Labels[labelOSVersion], kernel: n.Labels[labelKernel], arch: n.Labels[corev1.LabelArchStable]}
+		np := nodePool{os: n.Labels[v1alpha1.LabelNFDOSID], osVersion: n.Labels[v1alpha1.LabelNFDOSVersion], kernel: n.Labels[v1alpha1.LabelNFDKernel], arch: n.Labels[corev1.LabelArchStable]}
 		if np.os == "" || np.osVersion == "" || np.kernel == "" || np.arch == "" || seen[np] {
 			continue
 		}

@@ -31,9 +31,9 @@ func TestKernelHash(t *testing.T) {
 func TestPlayer(t *testing.T) {
 	ctx := t.Context()
 	node := func(name, kernel string, nic bool) *corev1.Node {
-		l := map[string]string{labelOSID: "ubuntu", labelOSVersion: "22.04", labelKernel: kernel, corev1.LabelArchStable: "amd64"}
+		l := map[string]string{v1alpha1.LabelNFDOSID: "ubuntu", v1alpha1.LabelNFDOSVersion: "22.04", v1alpha1.LabelNFDKernel: kernel, corev1.LabelArchStable: "amd64"}
 		if nic {
-			l[labelMellanoxPCI] = "true"
+			l[v1alpha1.LabelNFDMellanoxPCI] = "true"
 		}
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 	}
@@ -86,7 +86,7 @@ func TestPlayer(t *testing.T) {
 	spec := ds.Spec.Template.Spec
 	if img := spec.Containers[0].Image; img != "nvcr.io/nvidia/mellanox/doca-driver:25.04-0.6.1.0-2-ubuntu22.04-amd64" ||
 		spec.Containers[0].Name != v1alpha1.OFEDContainer || ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType ||
-		spec.NodeSelector[labelKernel] != "5.15.0-139-generic" || spec.NodeSelector[labelMellanoxPCI] != "true" ||
+		spec.NodeSelector[v1alpha1.LabelNFDKernel] != "5.15.0-139-generic" || spec.NodeSelector[v1alpha1.LabelNFDMellanoxPCI] != "true" ||
 		len(spec.Tolerations) != 2 || spec.Tolerations[0].Key != "dedicated" {
 		t.Errorf("DaemonSet %s: image %s, strategy %s, selector %v, tolerations %v", name, img, ds.Spec.UpdateStrategy.Type, spec.NodeSelector, spec.Tolerations)
 	}

@@ -3,7 +3,6 @@ package nodesim
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/imageref"
 )
 
 // DriverContainer is the name of the driver container in the GPU
@@ -143,23 +143,16 @@ func (s *Sim) setLoaded(ctx context.Context, node, version string) error {
 }
 
 // DriverPodVersion returns the driver version a GPU Operator driver pod
-// installs, read from its driver container's image tag
-// ("nvcr.io/nvidia/driver:580.95.05-ubuntu22.04" gives 580.95.05), or ""
+// installs, read from its driver container's image tag as the lifecycle
+// controller reads it (v1alpha1.DriverTagVersion:
+// "nvcr.io/nvidia/driver:580.95.05-ubuntu22.04" gives 580.95.05), or ""
 // when p is not such a pod.
 func DriverPodVersion(p *corev1.Pod) string {
 	for _, c := range p.Spec.Containers {
 		if c.Name != DriverContainer {
 			continue
 		}
-		_, tag, ok := strings.Cut(c.Image[strings.LastIndex(c.Image, "/")+1:], ":")
-		if !ok {
-			return ""
-		}
-		v, _, _ := strings.Cut(tag, "-")
-		if ValidateVersion(v) != nil {
-			return ""
-		}
-		return v
+		return v1alpha1.DriverTagVersion(imageref.Tag(c.Image))
 	}
 	return ""
 }

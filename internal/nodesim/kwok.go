@@ -15,20 +15,6 @@ import (
 // ([Sim.SetNotReady]): its Lease then goes stale, and the real node
 // lifecycle controller marks it NotReady and taints it.
 
-// Labels Node Feature Discovery sets that the GPU Operator keys on.
-const (
-	// LabelNFDNvidiaPCI says the node has an NVIDIA PCI device; the
-	// operator labels such nodes nvidia.com/gpu.present=true itself.
-	LabelNFDNvidiaPCI = "feature.node.kubernetes.io/pci-10de.present"
-	// LabelNFDOSID and LabelNFDOSVersion give the OS release: the operator
-	// runs one driver DaemonSet per OS version.
-	LabelNFDOSID      = "feature.node.kubernetes.io/system-os_release.ID"
-	LabelNFDOSVersion = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
-	// LabelNFDKernel is the full kernel version (one precompiled driver
-	// DaemonSet per kernel).
-	LabelNFDKernel = "feature.node.kubernetes.io/kernel-version.full"
-)
-
 // The OS and kernel the simulated nodes report.
 const (
 	simOSID      = "ubuntu"

@@ -78,10 +78,10 @@ func nodeLabels(p Pool, node, v string) map[string]string {
 		"kubernetes.io/os":           "linux",
 		"kubernetes.io/arch":         "amd64",
 		kwokLabel:                    "fake",
-		LabelNFDNvidiaPCI:            "true",
-		LabelNFDOSID:                 simOSID,
-		LabelNFDOSVersion:            simOSVersion,
-		LabelNFDKernel:               simKernel,
+		v1alpha1.LabelNFDNvidiaPCI:   "true",
+		v1alpha1.LabelNFDOSID:        simOSID,
+		v1alpha1.LabelNFDOSVersion:   simOSVersion,
+		v1alpha1.LabelNFDKernel:      simKernel,
 		v1alpha1.LabelPool:           p.Name,
 		v1alpha1.LabelDriver:         v,
 		v1alpha1.LabelGFDProduct:     p.Product,
@@ -93,7 +93,7 @@ func nodeLabels(p Pool, node, v string) map[string]string {
 		v1alpha1.LabelMIGConfigState: "success",
 	}
 	if p.ManagedNICs {
-		l[LabelNFDMellanoxPCI] = "true"
+		l[v1alpha1.LabelNFDMellanoxPCI] = "true"
 	}
 	if p.Provisioned {
 		delete(l, v1alpha1.LabelPool)

@@ -2,13 +2,13 @@ package nodesim
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/imageref"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -38,11 +38,6 @@ import (
 // coarse to order the two on one node.
 const AnnotationReadyAt = "nodesim.gpufleet.io/ready-at"
 
-// LabelNFDMellanoxPCI says the node has a Mellanox (NVIDIA networking) PCI
-// device: Node Feature Discovery sets it, and the Network Operator's OFED
-// DaemonSet selects it.
-const LabelNFDMellanoxPCI = "feature.node.kubernetes.io/pci-15b3.present"
-
 // DefaultOFEDNamespace is where the Network Operator runs its OFED pods
 // unless told otherwise (its chart's default namespace).
 const DefaultOFEDNamespace = "nvidia-network-operator"
@@ -54,24 +49,17 @@ func (s *Sim) MarkBadOFED(v string) { s.markBad(s.badOFED, v, true) }
 func (s *Sim) isBadOFED(v string) bool { return s.inSet(s.badOFED, v) }
 
 // OFEDPodVersion returns the OFED version an OFED pod loads, read from its
-// mofed-container's image tag, which the Network Operator writes as
-// <version>-<os><os version>-<arch>
-// ("nvcr.io/nvidia/mellanox/doca-driver:25.04-0.6.1.0-2-ubuntu22.04-amd64"
+// mofed-container's image tag as the lifecycle controller reads it
+// (v1alpha1.OFEDTagVersion: the Network Operator writes
+// <version>-<os><os version>-<arch>, so
+// "nvcr.io/nvidia/mellanox/doca-driver:25.04-0.6.1.0-2-ubuntu22.04-amd64"
 // gives 25.04-0.6.1.0-2), or "" when p is not such a pod.
 func OFEDPodVersion(p *corev1.Pod) string {
 	for _, c := range p.Spec.Containers {
 		if c.Name != v1alpha1.OFEDContainer {
 			continue
 		}
-		_, tag, ok := strings.Cut(c.Image[strings.LastIndex(c.Image, "/")+1:], ":")
-		if !ok {
-			return ""
-		}
-		parts := strings.Split(tag, "-")
-		if len(parts) < 3 {
-			return ""
-		}
-		return strings.Join(parts[:len(parts)-2], "-")
+		return v1alpha1.OFEDTagVersion(imageref.Tag(c.Image))
 	}
 	return ""
 }

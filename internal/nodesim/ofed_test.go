@@ -56,8 +56,8 @@ func TestPeermemWithFakeClock(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Labels[LabelNFDMellanoxPCI] != "true" {
-		t.Fatalf("a node with managed NICs has labels %v, want %s=true", n.Labels, LabelNFDMellanoxPCI)
+	if n.Labels[v1alpha1.LabelNFDMellanoxPCI] != "true" {
+		t.Fatalf("a node with managed NICs has labels %v, want %s=true", n.Labels, v1alpha1.LabelNFDMellanoxPCI)
 	}
 
 	create := func(p *corev1.Pod) {

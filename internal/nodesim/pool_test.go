@@ -86,7 +86,7 @@ func TestProvisionedPool(t *testing.T) {
 			t.Errorf("a new node carries %s=%q", k, fresh[k])
 		}
 	}
-	if fresh[v1alpha1.LabelGFDProduct] != p.Product || fresh[LabelNFDNvidiaPCI] != "true" {
+	if fresh[v1alpha1.LabelGFDProduct] != p.Product || fresh[v1alpha1.LabelNFDNvidiaPCI] != "true" {
 		t.Errorf("a new node lacks the product or NFD's PCI label: %v", fresh)
 	}
 	adopted := nodeLabels(p.withDefaults(), "h100-0", "570.172.08")

@@ -8,11 +8,6 @@
 // tests prove about it holds in the cluster. The actuator that performs a
 // transition is the only place that touches the API server.
 //
-// A caller that plans one large pool pass after pass (the simulator) may
-// hand Plan a compacted snapshot (Compact, Compactor): the nodes whose only
-// part in a pass is to be counted are left out and counted in
-// Snapshot.Settled, and Plan decides exactly what it would over every node.
-//
 // Safety rules the planner keeps (and the randomized tests check):
 //
 //   - canary nodes go first and alone; nothing else starts until the canary

@@ -167,7 +167,7 @@ func (p *planner) rolledBackDomain(w *work) bool {
 
 // forward: a node in phase p is on its way to the new driver.
 func forward(p v1alpha1.NodePhase) bool {
-	return inFlight(p) && p != v1alpha1.NodeRollingBack
+	return p.InFlight() && p != v1alpha1.NodeRollingBack
 }
 
 // rollBackWithDomain rolls back w, on its way to the new driver or Done on
@@ -207,7 +207,7 @@ func (p *planner) holdsReturn(w *work) bool {
 		case (p.spec.Abort || d.failing != "" && m.n.Name != d.failing) && !m.moved && (forward(m.phase) || m.phase == v1alpha1.NodeDone):
 			// It is sent back later in this pass.
 			return true
-		case inFlight(m.phase) && (m.moved || !p.readyToReturn(m)):
+		case m.phase.InFlight() && (m.moved || !p.readyToReturn(m)):
 			return true
 		}
 	}
@@ -315,7 +315,7 @@ func (p *planner) heldForDomains() string {
 	n, key, several := 0, "", false
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if w.moved || w.elsewhere != "" || !inFlight(w.phase) || !p.readyToReturn(w) {
+		if w.moved || w.elsewhere != "" || !w.phase.InFlight() || !p.readyToReturn(w) {
 			continue
 		}
 		if d := p.domainOf(w); d != nil {

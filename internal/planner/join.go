@@ -52,12 +52,13 @@ func (p *planner) join() {
 	pools := p.poolSelectors()
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.outOfService || p.quarantineMarked(w) || p.holding(w.n.Name) {
+		if w.phase != v1alpha1.NodePending || w.elsewhere != "" || w.outOfService {
 			continue
 		}
 		pool := pools.missing(w.n)
-		needDriver := !p.operator() && !hasDriverLabel(w.n)
-		if !needDriver && pool == "" {
+		_, labelled := w.n.Labels[v1alpha1.LabelDriver]
+		needDriver := !p.operator() && !labelled
+		if !needDriver && pool == "" || p.quarantineMarked(w) || p.holding(w.n.Name) {
 			continue
 		}
 		var what []string
@@ -179,7 +180,7 @@ func (p *planner) targetProven() (bool, string) {
 func (p *planner) quarantineMarked(w *work) bool {
 	marks := p.spec.Quarantine.Labels
 	if len(marks) == 0 {
-		marks = map[string]string{v1alpha1.LabelQuarantined: "true"}
+		return w.n.Labels[v1alpha1.LabelQuarantined] == "true"
 	}
 	for k, v := range marks {
 		if got, ok := w.n.Labels[k]; ok && got == v {

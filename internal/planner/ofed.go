@@ -43,35 +43,12 @@ import (
 // its OFED was released keeps the previous OFED and rolls back as without
 // spec.ofed.
 
-// OFEDMatches reports whether an OFED container's image tag (reported)
-// is OFED version want: the tag is the version, or the version followed by
-// a dash and the OS and architecture ("doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64").
-// The OS part begins with a letter: a version's own parts after a dash are
-// numbers (its revision, "-2"), so "…-1.2.8.0" does not match the tag of
-// "…-1.2.8.0-2".
-func OFEDMatches(reported, want string) bool {
-	if reported == "" || want == "" {
-		return false
-	}
-	if reported == want {
-		return true
-	}
-	rest, ok := strings.CutPrefix(reported, want+"-")
-	return ok && rest != "" && (rest[0] >= 'a' && rest[0] <= 'z' || rest[0] >= 'A' && rest[0] <= 'Z')
-}
-
 // ofed reports whether the rollout holds its nodes' OFED (spec.ofed).
 func (p *planner) ofed() bool { return p.spec.OFED != nil && !p.operator() }
 
-// movesOFED reports whether the rollout moves the OFED driver: its target
-// is not its previous version. A rollout whose two are one (at rest, or a
-// release of the GPU driver alone, or the first release to name an OFED
-// driver, whose previous is unknown) holds every node and releases none:
-// a node keeps the OFED it runs, whatever that is, and render leaves the
-// Network Operator's upgrade machine off.
-func (p *planner) movesOFED() bool {
-	return p.ofed() && p.spec.OFED.TargetVersion != p.spec.OFED.PreviousVersion
-}
+// movesOFED reports whether the rollout, on the gpufleet actuator, moves
+// the OFED driver (v1alpha1.OFEDSpec.Moves).
+func (p *planner) movesOFED() bool { return p.ofed() && p.spec.OFED.Moves() }
 
 // ofedHeld reports whether the node carries the OFED skip label.
 func ofedHeld(w *work) bool { return w.n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true" }
@@ -85,7 +62,7 @@ func ofedWorks(w *work) bool {
 
 // ofedOn reports whether the node's OFED pod runs version and works.
 func ofedOn(w *work, version string) bool {
-	return OFEDMatches(w.n.OFEDVersion, version) && ofedWorks(w)
+	return v1alpha1.OFEDMatches(w.n.OFEDVersion, version) && ofedWorks(w)
 }
 
 // ofedState is the Network Operator's OFED upgrade state of the node.
@@ -110,7 +87,7 @@ func (p *planner) ofedThrough(w *work) bool {
 
 // needsOFED reports whether node w's OFED pod is not the target's.
 func (p *planner) needsOFED(w *work) bool {
-	return p.movesOFED() && w.nics && !OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
+	return p.movesOFED() && w.nics && !v1alpha1.OFEDMatches(w.n.OFEDVersion, p.spec.OFED.TargetVersion)
 }
 
 // staleDriver reports whether node w's GPU driver pod must be restarted
@@ -156,7 +133,7 @@ func (p *planner) ofedFailure(w *work) string {
 		return ""
 	}
 	switch {
-	case OFEDMatches(w.n.OFEDVersion, target) && w.n.OFEDFailed:
+	case v1alpha1.OFEDMatches(w.n.OFEDVersion, target) && w.n.OFEDFailed:
 		return fmt.Sprintf("OFED %s failed to install", target)
 	case ofedState(w) == v1alpha1.OperatorStateFailed:
 		return fmt.Sprintf("the Network Operator marked the OFED upgrade to %s failed", target)
@@ -246,7 +223,7 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 	// back. Where it is not known, an abort says the same.
 	reverted := p.ofedPolicy == prev || p.ofedPolicy == "" && p.spec.Abort
 	switch {
-	case ofedOn(w, p.spec.OFED.TargetVersion) && !OFEDMatches(w.n.OFEDVersion, prev) && !reverted:
+	case ofedOn(w, p.spec.OFED.TargetVersion) && !v1alpha1.OFEDMatches(w.n.OFEDVersion, prev) && !reverted:
 		// Its new OFED works (the GPU driver failed, or the soak): the
 		// GPU driver goes back alone, and the node runs the target OFED
 		// with the previous GPU driver, built against it, until its next
@@ -256,7 +233,7 @@ func (p *planner) ofedBack(w *work) (back bool, fix func()) {
 			return false, p.restartStale(w, p.spec.OFED.TargetVersion+" kept")
 		}
 		return true, nil
-	case !OFEDMatches(w.n.OFEDVersion, prev):
+	case !v1alpha1.OFEDMatches(w.n.OFEDVersion, prev):
 		if !ofedHeld(w) {
 			return false, nil
 		}

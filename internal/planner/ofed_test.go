@@ -225,26 +225,6 @@ func TestOFEDNeedsTheGPUFleetActuator(t *testing.T) {
 	}
 }
 
-func TestOFEDMatches(t *testing.T) {
-	for _, tt := range []struct {
-		tag, want string
-		match     bool
-	}{
-		{"doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64", "doca3.2.0-25.10-1.2.8.0-2", true},
-		{"doca3.2.0-25.10-1.2.8.0-2-ubuntu22.04-amd64", "doca3.2.0-25.10-1.2.8.0", false},
-		{"25.04-0.6.1.0-2-rhel9.4-arm64", "25.04-0.6.1.0-2", true},
-		{"25.04-0.6.1.0-2", "25.04-0.6.1.0-2", true},
-		{"25.04-0.6.1.0-2-", "25.04-0.6.1.0-2", false},
-		{"25.04-0.6.1.0-21-ubuntu22.04-amd64", "25.04-0.6.1.0-2", false},
-		{"", "25.04-0.6.1.0-2", false},
-		{"25.04-0.6.1.0-2-ubuntu22.04-amd64", "", false},
-	} {
-		if got := planner.OFEDMatches(tt.tag, tt.want); got != tt.match {
-			t.Errorf("OFEDMatches(%q, %q) = %t, want %t", tt.tag, tt.want, got, tt.match)
-		}
-	}
-}
-
 // TestOFEDTargetNotThroughHoldsTheDriverLabel: a drained node whose OFED
 // pod runs the target already but is not through (a failed pod the
 // Network Operator left, say after the rollout that released it was

@@ -278,7 +278,7 @@ func (w *work) operatorUnavailable() bool {
 // it as an upgrade in progress, which it does for upgrade-failed nodes too,
 // so that it would not take another node in its place.
 func (w *work) slotTaken() bool {
-	return inFlight(w.phase) || (w.elsewhere == "" && v1alpha1.OperatorUpgrading(operatorState(w)))
+	return w.phase.InFlight() || (w.elsewhere == "" && v1alpha1.OperatorUpgrading(operatorState(w)))
 }
 
 // startOperator releases pending nodes the operator has marked
@@ -295,10 +295,10 @@ func (p *planner) startOperator() {
 		w := &p.nodes[i]
 		if w.slotTaken() {
 			slots++
-			if !w.canary && inFlight(w.phase) {
+			if !w.canary && w.phase.InFlight() {
 				othersInFlight++
 			}
-			if !inFlight(w.phase) {
+			if !w.phase.InFlight() {
 				operatorFailed++
 			}
 		}

@@ -98,19 +98,18 @@ type work struct {
 // unavailable: out of service for any reason. maxUnavailable bounds these.
 func (w *work) unavailable() bool {
 	return w.unschedulable || !w.n.Ready || w.outOfService || w.elsewhere != "" ||
-		inFlight(w.phase) || w.phase == v1alpha1.NodeQuarantined
+		w.phase.InFlight() || w.phase == v1alpha1.NodeQuarantined
 }
 
 // planner holds one pass's state.
 type planner struct {
-	ro      *v1alpha1.DriverRollout
-	spec    *v1alpha1.DriverRolloutSpec
-	now     time.Time
-	set     Settings
-	cal     Calendar
-	nodes   []work // selected nodes in name order
-	settled Settled
-	// total counts the selected nodes, those Compact left out included.
+	ro    *v1alpha1.DriverRollout
+	spec  *v1alpha1.DriverRolloutSpec
+	now   time.Time
+	set   Settings
+	cal   Calendar
+	nodes []work // selected nodes in name order
+	// total counts the selected nodes.
 	total    int
 	out      []Transition
 	next     time.Time
@@ -129,7 +128,6 @@ type planner struct {
 // Plan decides the next transitions for snap's rollout at now.
 func Plan(snap Snapshot, now time.Time) Result {
 	p := newPlanner(snap, now)
-	defer p.release()
 	switch {
 	case len(p.problems) > 0:
 	case p.operator():
@@ -161,19 +159,14 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 	}
 	nics := p.ofedSelectors()
 	first := p.firstPeers(snap.Others)
-	// One slice for every node's work, reused from pass to pass (see
-	// release): the planner runs on every reconcile of pools of thousands
-	// of nodes, and a simulation of 50,000 nodes runs it tens of thousands
-	// of times.
-	works := getWorks(len(snap.Nodes))
-	matches := equalityMatcher(&p.spec.NodeSelector, sel, err == nil)
+	works := make([]work, 0, len(snap.Nodes))
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
 		set := labels.Set(n.Labels)
-		if !matches(set) {
+		if !sel.Matches(set) {
 			continue
 		}
-		w := work{n: n, phase: phaseOf(n), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned, nics: nics(set)}
+		w := work{n: n, phase: n.Phase.OrPending(), failed: n.Failed, unschedulable: n.Unschedulable, adminCordoned: n.AdminCordoned, nics: nics(set)}
 		switch {
 		case n.Owner != "" && n.Owner != p.ro.Name:
 			w.elsewhere, w.taken = n.Owner, true
@@ -199,8 +192,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 		slices.SortFunc(works, byName)
 	}
 	p.nodes = works
-	p.settled = snap.Settled
-	p.total = len(p.nodes) + snap.Settled.Done + snap.Settled.Pending
+	p.total = len(p.nodes)
 	p.set = SettingsFor(p.spec, p.total)
 	p.indexDomains()
 	p.markCanary()
@@ -418,7 +410,7 @@ func (p *planner) wake(t time.Time) {
 // move records that, in the same write, before anything could lift it.
 func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(*Transition)) {
 	t := Transition{Node: w.n.Name, From: w.phase, To: to, Reason: reason}
-	if w.unschedulable && !w.adminCordoned && !HoldsCordon(w.phase) {
+	if w.unschedulable && !w.adminCordoned && !w.phase.HoldsCordon() {
 		t.RecordAdminCordon = true
 	}
 	if edit != nil {

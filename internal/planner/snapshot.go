@@ -30,25 +30,6 @@ type Snapshot struct {
 	// version, or none, and fail for a lag of Git's (the NicClusterPolicy
 	// and the DriverRollout are applied one after the other).
 	OFEDPolicy string
-	// Settled counts selected nodes left out of Nodes because their only
-	// part in a pass is to be counted; zero in a snapshot of every node.
-	// Only Compact sets it: see there for which nodes it leaves out.
-	Settled Settled
-}
-
-// Settled counts the nodes Compact left out of a snapshot.
-type Settled struct {
-	// Done: Done on this rollout, not failed, Ready and schedulable.
-	Done int
-	// Pending: free, untouched, Ready and schedulable, not on the target
-	// driver, and after those Compact kept: in name order, or, where a
-	// pending node holds GPU pods, in the order a pass starts them
-	// (cheapest first).
-	Pending int
-	// PendingBusy counts those of Pending that hold GPU pods: a pass
-	// still starts the cheapest first, and says so, when it is the nodes
-	// left out that hold them.
-	PendingBusy int
 }
 
 // Peer is another DriverRollout of the cluster, as far as the planner
@@ -238,35 +219,4 @@ type Result struct {
 	// ending); zero when only an observation can change it. The controller
 	// requeues for it; the simulator jumps to it.
 	NextCheck time.Time
-}
-
-// inFlight reports whether a node in phase p is being worked on.
-func inFlight(p v1alpha1.NodePhase) bool {
-	switch p {
-	case v1alpha1.NodeDraining, v1alpha1.NodeInstalling, v1alpha1.NodeValidating,
-		v1alpha1.NodeSoaking, v1alpha1.NodeRollingBack:
-		return true
-	}
-	return false
-}
-
-// InFlight reports whether a node in phase p is being worked on by the
-// rollout (it holds a parallelNodes slot and counts as unavailable).
-func InFlight(p v1alpha1.NodePhase) bool { return inFlight(p) }
-
-// HoldsCordon reports whether a rollout holds its own cordon on a node in
-// phase p, unless the node is marked admin-cordoned: it cordons a node when
-// it starts it or rolls it back and lifts the cordon when the node is Done
-// or rolled back; a quarantined node stays cordoned. In every other phase a
-// cordon on the node is someone else's.
-func HoldsCordon(p v1alpha1.NodePhase) bool {
-	return inFlight(p) || p == v1alpha1.NodeQuarantined
-}
-
-// phaseOf maps the empty phase of an untouched node to Pending.
-func phaseOf(n *Node) v1alpha1.NodePhase {
-	if n.Phase == "" {
-		return v1alpha1.NodePending
-	}
-	return n.Phase
 }

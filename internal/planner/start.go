@@ -128,7 +128,7 @@ func (p *planner) start() {
 	inFlightN, unavailable, othersInFlight := 0, 0, 0
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		if inFlight(w.phase) {
+		if w.phase.InFlight() {
 			inFlightN++
 			if !w.canary {
 				othersInFlight++
@@ -268,7 +268,7 @@ func (p *planner) fill(canaryOnly bool, busy, unavailable int, out func(*work) b
 // labelled, not started), so a busy node is taken once the nodes cheaper
 // than it have gone, at the latest as the last one.
 func (p *planner) startOrder() []int {
-	busy := p.settled.PendingBusy > 0
+	busy := false
 	for i := range p.nodes {
 		if p.nodes[i].phase == v1alpha1.NodePending && p.nodes[i].n.GPUPods > 0 {
 			busy = true

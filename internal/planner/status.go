@@ -20,10 +20,7 @@ func (p *planner) status() v1alpha1.DriverRolloutStatus {
 		Total:              int32(p.total),
 		Conditions:         append([]metav1.Condition(nil), p.ro.Status.Conditions...),
 	}
-	// What Compact left out is only counted.
-	st.Nodes.Done += int32(p.settled.Done)
-	st.Nodes.Pending += int32(p.settled.Pending)
-	pending, inFlightN := p.settled.Pending, 0
+	pending, inFlightN := 0, 0
 	for i := range p.nodes {
 		w := &p.nodes[i]
 		if w.elsewhere != "" {
@@ -40,7 +37,7 @@ func (p *planner) status() v1alpha1.DriverRolloutStatus {
 		switch {
 		case w.phase == v1alpha1.NodePending:
 			pending++
-		case inFlight(w.phase):
+		case w.phase.InFlight():
 			inFlightN++
 		}
 	}

@@ -145,7 +145,7 @@ func (o Options) Compare(_ context.Context) ([]Comparison, error) {
 				}
 				// gpufleet's column, rehearsed first, moves OFED as
 				// render's rollout says.
-				if len(cmp.Runs) > 0 && movesOFED(cmp.Runs[0].Rehearsal.rollout) {
+				if len(cmp.Runs) > 0 && cmp.Runs[0].Rehearsal.movesOFED() {
 					run.Limits = append(slices.Clip(run.Limits), operatorOFEDLimit)
 				}
 			}

@@ -13,11 +13,8 @@ import (
 // of a release that moves OFED too.
 const operatorOFEDLimit = "moves the GPU driver alone: the OFED driver takes a maintenance of its own, the Network Operator's, with its own cordon and drain"
 
-// movesOFED reports whether rollout ro moves the OFED driver: spec.ofed,
-// its target not its previous version.
-func movesOFED(ro *v1alpha1.DriverRollout) bool {
-	return ro != nil && ro.Spec.OFED != nil && ro.Spec.OFED.TargetVersion != ro.Spec.OFED.PreviousVersion
-}
+// movesOFED reports whether the rehearsed rollout moves the OFED driver.
+func (r *Rehearsal) movesOFED() bool { return r.rollout != nil && r.rollout.Spec.OFED.Moves() }
 
 // DrainStats are how many times a rehearsal drained each node it drained.
 type DrainStats struct {
@@ -105,7 +102,7 @@ func (o Options) withSeparate(c *Comparison, release string) error {
 		return nil
 	}
 	ro := c.Runs[k].Rehearsal.rollout
-	if !movesOFED(ro) || ro.Spec.TargetVersion == ro.Spec.PreviousVersion {
+	if !c.Runs[k].Rehearsal.movesOFED() || ro.Spec.TargetVersion == ro.Spec.PreviousVersion {
 		return nil
 	}
 	c.OFED = ofedOf(&c.Runs[k].Rehearsal)

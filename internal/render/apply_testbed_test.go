@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/blang/semver/v4"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,6 +21,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/render"
 	"github.com/gpufleet/gpufleet/internal/sharedtest"
 	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // TestManifestsApplyLikeFlux applies what render writes in the manifests
@@ -164,13 +163,11 @@ func versionsIn(t *testing.T, dir string) []string {
 	}
 	var vs []string
 	for _, e := range entries {
-		if _, err := semver.ParseTolerant(e.Name()); err == nil {
+		if _, err := versions.Parse(e.Name()); err == nil {
 			vs = append(vs, e.Name())
 		}
 	}
-	sort.Slice(vs, func(i, j int) bool {
-		return semver.MustParse(strings.TrimPrefix(vs[i], "v")).LT(semver.MustParse(strings.TrimPrefix(vs[j], "v")))
-	})
+	slices.SortFunc(vs, func(a, b string) int { return versions.MustParse(a).Compare(versions.MustParse(b)) })
 	if len(vs) == 0 {
 		t.Skipf("no chart versions in %s", dir)
 	}

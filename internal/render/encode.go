@@ -71,28 +71,23 @@ type rawManifests []byte
 
 // encodeObject marshals obj to YAML with sorted keys, without the empty
 // status and creationTimestamp that typed objects carry: render writes
-// desired state only.
+// desired state only. The object goes through JSON first, as
+// sigs.k8s.io/yaml does (its json tags name the fields), and the map read
+// back is written by goyaml.v2 (sorted keys, whole numbers as integers),
+// which is what sigs.k8s.io/yaml.Marshal writes, without its second
+// JSON round trip.
 func encodeObject(obj any) ([]byte, error) {
 	j, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	m, ok := decodeObject(j)
-	if !ok {
-		if err := json.Unmarshal(j, &m); err != nil {
-			return nil, err
-		}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, err
 	}
 	delete(m, "status")
 	if meta, ok := m["metadata"].(map[string]any); ok {
 		delete(meta, "creationTimestamp")
-	}
-	// Marshalling the map directly (keys sorted, as sigs.k8s.io/yaml writes
-	// them) skips its JSON-to-YAML reparse, the bulk of render's time. Numbers
-	// are float64 here, which YAML writes as integers when they are whole.
-	// fastYAML writes the same bytes for what render writes, faster.
-	if b, ok := fastYAML(m); ok {
-		return b, nil
 	}
 	return goyaml.Marshal(m)
 }

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/blang/semver/v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // GPUOperatorValues are the GPU Operator chart values gpufleet installs a
@@ -191,19 +191,19 @@ func driverManagementRecord(p clusterPlan) *corev1.ConfigMap {
 // apply no defaults, and a field written out means the same on every
 // version. validate checks every release's rendered objects as written.
 var nvidiaDriverFields = []struct {
-	since semver.Version
+	since versions.Version
 	field string
 	value func(p clusterPlan) any
 }{
 	// kernelModuleType replaced useOpenKernelModules in v25.3.
-	{semver.MustParse("25.3.0"), "kernelModuleType", func(clusterPlan) any { return "auto" }},
+	{versions.MustParse("25.3.0"), "kernelModuleType", func(clusterPlan) any { return "auto" }},
 	// From v26.7 an NVIDIADriver upgrades its nodes by itself unless told
 	// not to (ClusterPolicy's default is the opposite), and the
 	// gpu-operator actuator's policy goes here as well as on ClusterPolicy.
-	{semver.MustParse("26.7.0"), "upgradePolicy", func(p clusterPlan) any { return upgradePolicy(&p.policy, p.movesDriver(), false) }},
+	{versions.MustParse("26.7.0"), "upgradePolicy", func(p clusterPlan) any { return upgradePolicy(&p.policy, p.movesDriver(), false) }},
 	// v26.7 requires default (false by default). gpufleet's NVIDIADrivers
 	// select nodes, and a default one must not have a nodeSelector.
-	{semver.MustParse("26.7.0"), "default", func(clusterPlan) any { return false }},
+	{versions.MustParse("26.7.0"), "default", func(clusterPlan) any { return false }},
 }
 
 // NVIDIADriverName names the NVIDIADriver of a pool at a driver version
@@ -227,7 +227,7 @@ func NVIDIADriverName(pool, driver string) string { return pool + "-" + dnsName(
 // is a string in every CRD version: the encoder quotes "570", which YAML
 // would otherwise read as an integer.
 func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[string]any, error) {
-	opVersion, err := semver.ParseTolerant(p.release.GPUOperator)
+	opVersion, err := versions.Parse(p.release.GPUOperator)
 	if err != nil {
 		return nil, fmt.Errorf("gpu-operator version %q: %w", p.release.GPUOperator, err)
 	}
@@ -270,7 +270,7 @@ func nvidiaDriver(p clusterPlan, pool *fleet.Pool, rel *fleet.Release) (map[stri
 		spec["rdma"] = gpuDirectRDMA()
 	}
 	for _, v := range nvidiaDriverFields {
-		if opVersion.GE(v.since) {
+		if opVersion.AtLeast(v.since) {
 			spec[v.field] = v.value(p)
 		}
 	}

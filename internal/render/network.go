@@ -4,10 +4,9 @@ import (
 	"fmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/blang/semver/v4"
-
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // NicClusterPolicyName is the name of the one NicClusterPolicy a cluster
@@ -29,22 +28,17 @@ const (
 	ofedImage      = "doca-driver"
 )
 
-// labelMellanoxNIC is Node Feature Discovery's label for a node with a
-// Mellanox (NVIDIA networking, PCI vendor 15b3) device: the OFED DaemonSet
-// needs it, so the NicClusterPolicy asks for it too.
-const labelMellanoxNIC = "feature.node.kubernetes.io/pci-15b3.present"
-
 // rdmaSharedDevicePlugins are the RDMA shared device plugin images each
 // Network Operator version ships (hack/release.yaml at its tag), newest
 // last: v25.4.0 names ghcr.io/mellanox's v1.5.3, v25.10.0 on an image of
 // its own version on NGC.
 var rdmaSharedDevicePlugins = []struct {
-	since      semver.Version
+	since      versions.Version
 	repository string
 	version    func(networkOperator string) string
 }{
-	{semver.MustParse("0.0.0"), "ghcr.io/mellanox", func(string) string { return "v1.5.3" }},
-	{semver.MustParse("25.10.0"), "nvcr.io/nvidia/mellanox", func(v string) string { return "network-operator-" + v }},
+	{versions.MustParse("0.0.0"), "ghcr.io/mellanox", func(string) string { return "v1.5.3" }},
+	{versions.MustParse("25.10.0"), "nvcr.io/nvidia/mellanox", func(v string) string { return "network-operator-" + v }},
 }
 
 // rdmaSharedDeviceConfig is the RDMA shared device plugin's configuration:
@@ -102,8 +96,8 @@ func networkObjects(p clusterPlan) ([]object, error) {
 // controller holds each node of a rollout that names an OFED driver with
 // nvidia.com/ofed-driver-upgrade.skip=true and releases it only inside
 // that node's maintenance, after its own drain. The machine is on only
-// while the cluster's rollout moves OFED (movesOFED), as the ClusterPolicy's
-// is while one moves the GPU driver: on the first apply, and between
+// while the cluster's rollout moves OFED (v1alpha1.OFEDSpec.Moves), as the
+// ClusterPolicy's is while one moves the GPU driver: on the first apply, and between
 // rollouts, no node is held yet or needs to be, and nothing then could
 // restart an OFED pod but a reboot:
 //   - maxParallelUpgrades is 0 (no limit): the rollout's parallelNodes and
@@ -125,13 +119,13 @@ func networkObjects(p clusterPlan) ([]object, error) {
 // (keepOnPrune): a release without ofed-driver leaves the network side as
 // it is, and pruning the policy would unload OFED from every node at once.
 func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
-	opVersion, err := semver.ParseTolerant(p.release.NetworkOperator)
+	opVersion, err := versions.Parse(p.release.NetworkOperator)
 	if err != nil {
 		return nil, fmt.Errorf("network-operator version %q: %w", p.release.NetworkOperator, err)
 	}
 	plugin := rdmaSharedDevicePlugins[0]
 	for _, d := range rdmaSharedDevicePlugins {
-		if opVersion.GE(d.since) {
+		if opVersion.AtLeast(d.since) {
 			plugin = d
 		}
 	}
@@ -147,7 +141,7 @@ func nicClusterPolicy(p clusterPlan) (map[string]any, error) {
 			"repository": ofedRepository,
 			"version":    p.release.OFEDDriver,
 			"upgradePolicy": map[string]any{
-				"autoUpgrade":         movesOFED(p),
+				"autoUpgrade":         ofedRollout(p).Moves(),
 				"maxParallelUpgrades": 0,
 				"drain":               map[string]any{"enable": false},
 			},
@@ -206,7 +200,7 @@ func nicPoolSelectors(c *fleet.Cluster) []metav1.LabelSelector {
 		if sharesProduct(c, pool) {
 			exprs = append(exprs, metav1.LabelSelectorRequirement{Key: v1alpha1.LabelPool, Operator: metav1.LabelSelectorOpIn, Values: []string{pool.Name}})
 		}
-		exprs = append(exprs, metav1.LabelSelectorRequirement{Key: labelMellanoxNIC, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}})
+		exprs = append(exprs, metav1.LabelSelectorRequirement{Key: v1alpha1.LabelNFDMellanoxPCI, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}})
 		out = append(out, metav1.LabelSelector{MatchExpressions: exprs})
 	}
 	return out
@@ -227,14 +221,4 @@ func anySlice(ss []string) []any {
 // nvidia_peermem.
 func gpuDirectRDMA() map[string]any {
 	return map[string]any{"enabled": true, "useHostMofed": false}
-}
-
-// movesOFED reports whether the cluster's rollout moves the OFED driver:
-// its DriverRollout's spec.ofed has a target other than its previous
-// version. Not the first release to name an OFED driver, whose previous is
-// unknown: its NicClusterPolicy changes the OFED DaemonSet's template, and
-// with the machine off no node's OFED moves until its next release.
-func movesOFED(p clusterPlan) bool {
-	o := ofedRollout(p)
-	return o != nil && o.TargetVersion != o.PreviousVersion
 }

@@ -11,10 +11,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/blang/semver/v4"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
 // The driver management guard.
@@ -48,7 +48,7 @@ import (
 // minOrphanMigration is the first GPU Operator version that orphans the
 // ClusterPolicy's driver pods when it is switched to NVIDIADriver
 // management instead of deleting them.
-var minOrphanMigration = semver.MustParse("26.7.0")
+var minOrphanMigration = versions.MustParse("26.7.0")
 
 // gpuOperatorState is how a tree installs a cluster's GPU Operator, read
 // back from the files render wrote.
@@ -101,9 +101,9 @@ func olderOf(a, b string) string {
 
 // below reports whether version v is older than min; a version that does
 // not parse counts as older (the guard fails safe).
-func below(v string, min semver.Version) bool {
-	sv, err := semver.ParseTolerant(v)
-	return err != nil || sv.LT(min)
+func below(v string, min versions.Version) bool {
+	sv, err := versions.Parse(v)
+	return err != nil || sv.Less(min)
 }
 
 // switchRefused judges one cluster's GPU Operator from old (the output

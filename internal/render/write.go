@@ -91,7 +91,7 @@ func diff(out *Output, dir string, guard bool) ([]Change, map[string][]byte, err
 	if len(foreign) > 0 {
 		return nil, nil, errors.Join(foreign...)
 	}
-	slices.SortFunc(changes, func(a, b Change) int { return compareStrings(a.Path, b.Path) })
+	slices.SortFunc(changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	if guard {
 		if err := checkSwitches(out, dir, changes); err != nil {
 			return nil, nil, err
@@ -114,16 +114,6 @@ type existingFiles struct {
 	ours []string
 	// files are those of out's paths the walk found.
 	files map[string]existingFile
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // generatedFiles lists the files under dir that an earlier render wrote,

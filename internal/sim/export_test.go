@@ -2,10 +2,6 @@ package sim
 
 import "time"
 
-// CompactedPasses is how many passes of the run planned from a compacted
-// snapshot (planner.Compact).
-func CompactedPasses(r *Result) int { return r.world.compacted }
-
 // Hooks are the test hooks of a run (see hooks), for this package's tests:
 // only they may set one.
 type Hooks = hooks

@@ -213,7 +213,7 @@ func (w *World) ofedLook(i int) {
 		return
 	}
 	st := n.Labels[v1alpha1.LabelOFEDUpgradeState]
-	current := planner.OFEDMatches(n.OFEDVersion, m.policy)
+	current := v1alpha1.OFEDMatches(n.OFEDVersion, m.policy)
 	switch {
 	case current && (st == "" || st == v1alpha1.OperatorStateUpgradeRequired):
 		w.setOFEDState(i, v1alpha1.OperatorStateDone)

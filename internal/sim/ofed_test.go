@@ -67,7 +67,7 @@ func TestOFEDOneNodeWalks(t *testing.T) {
 		"Installing → Validating",
 		"Soaking → Done")
 	n := res.Nodes[0]
-	if n.Phase != v1alpha1.NodeDone || !planner.OFEDMatches(n.OFEDVersion, pt.OFEDTarget) || !n.OFEDReady || n.DriverStale || !n.DriverReady || n.Unschedulable {
+	if n.Phase != v1alpha1.NodeDone || !v1alpha1.OFEDMatches(n.OFEDVersion, pt.OFEDTarget) || !n.OFEDReady || n.DriverStale || !n.DriverReady || n.Unschedulable {
 		t.Errorf("node at the end: %+v", n)
 	}
 	if n.Labels[v1alpha1.LabelOFEDUpgradeSkip] != "true" {
@@ -100,7 +100,7 @@ func TestOFEDBadVersionStopsAtTheCanary(t *testing.T) {
 			}
 			continue
 		}
-		if n.Phase != "" && n.Phase != v1alpha1.NodePending || !planner.OFEDMatches(n.OFEDVersion, pt.OFEDPrevious) || n.Labels[v1alpha1.LabelOFEDUpgradeSkip] != "true" {
+		if n.Phase != "" && n.Phase != v1alpha1.NodePending || !v1alpha1.OFEDMatches(n.OFEDVersion, pt.OFEDPrevious) || n.Labels[v1alpha1.LabelOFEDUpgradeSkip] != "true" {
 			t.Errorf("%s touched: %s, OFED %s, skip %q", n.Name, n.Phase, n.OFEDVersion, n.Labels[v1alpha1.LabelOFEDUpgradeSkip])
 		}
 	}
@@ -127,7 +127,7 @@ func TestOFEDOnlyReleaseRestartsTheDriverPod(t *testing.T) {
 			t.Errorf("peermem=%t: a driver label flipped in an OFED-only release:\n%s", peermem, text)
 		}
 		for _, n := range res.Nodes {
-			if n.Phase != v1alpha1.NodeDone || !planner.OFEDMatches(n.OFEDVersion, pt.OFEDTarget) || n.DriverStale != !peermem || !n.DriverReady {
+			if n.Phase != v1alpha1.NodeDone || !v1alpha1.OFEDMatches(n.OFEDVersion, pt.OFEDTarget) || n.DriverStale != !peermem || !n.DriverReady {
 				t.Errorf("peermem=%t: %s ended %s, OFED %s, stale=%t, driver Ready=%t", peermem, n.Name, n.Phase, n.OFEDVersion, n.DriverStale, n.DriverReady)
 			}
 		}

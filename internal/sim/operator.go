@@ -200,12 +200,6 @@ func (m *operatorModel) refresh(w *World, i int) {
 	}
 }
 
-// sortedKeys are set's nodes in index (name) order, as a pass over every
-// node would meet them.
-func sortedKeys(set map[int]bool) []int {
-	return slices.Sorted(maps.Keys(set))
-}
-
 // actuateOperator performs a transition of the gpu-operator path: the
 // progress marks, the skip label, the operator's initial-state record, the
 // quarantine marks; then the operator looks at once (it watches node
@@ -307,7 +301,7 @@ func (w *World) operatorPass() {
 		available = maxUnavailable - current
 	}
 	waiting := false
-	for _, i := range sortedKeys(m.required) {
+	for _, i := range slices.Sorted(maps.Keys(m.required)) {
 		if available <= 0 && !w.nodes[i].Unschedulable {
 			waiting = true
 			continue
@@ -315,7 +309,7 @@ func (w *World) operatorPass() {
 		w.setOpState(i, v1alpha1.OperatorStateCordonRequired)
 		available--
 	}
-	for _, i := range sortedKeys(m.cordonRequired) {
+	for _, i := range slices.Sorted(maps.Keys(m.cordonRequired)) {
 		switch w.opState(i) {
 		case v1alpha1.OperatorStateCordonRequired:
 			if !w.nodes[i].Unschedulable {

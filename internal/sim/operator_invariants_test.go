@@ -183,7 +183,7 @@ func (c *operatorChecker) step(s sim.Step) {
 			unavailable++
 		}
 		if selected(n) && (n.Owner == "" || n.Owner == ro.Name) &&
-			(planner.InFlight(n.Phase) || v1alpha1.OperatorUpgrading(n.Labels[v1alpha1.LabelOperatorUpgradeState])) {
+			(n.Phase.InFlight() || v1alpha1.OperatorUpgrading(n.Labels[v1alpha1.LabelOperatorUpgradeState])) {
 			flying++
 		}
 	}
@@ -283,19 +283,12 @@ func (c *operatorChecker) step(s sim.Step) {
 		// A pass cut short by a conflict (the operator wrote the node
 		// meanwhile) holds it on the next one.
 		if !planner.OperatorReleased(n.Phase) && !skip(n) && s.Refused == 0 {
-			c.fail(s.At, "%s: %s without the skip label after the pass", n.Name, phaseOr(n.Phase))
+			c.fail(s.At, "%s: %s without the skip label after the pass", n.Name, n.Phase.OrPending())
 		}
 		if !c.released[n.Name] && !c.unheld[n.Name] && v1alpha1.OperatorUpgrading(st) {
 			c.fail(s.At, "%s: the operator took it to %s but the rollout never released it", n.Name, st)
 		}
 	}
-}
-
-func phaseOr(p v1alpha1.NodePhase) v1alpha1.NodePhase {
-	if p == "" {
-		return v1alpha1.NodePending
-	}
-	return p
 }
 
 // final: a node with a health signal in its soak never ends Done, and the

@@ -102,10 +102,6 @@ type reading struct {
 	// write).
 	versions []int
 	others   []planner.Peer
-	// compact: the view is the world's own nodes, for planner.Plan, and
-	// nothing observes it: planner.Compact may leave out the nodes that are
-	// only counted.
-	compact bool
 }
 
 // round is what a round's passes found, for the steps after them.
@@ -230,8 +226,7 @@ func (r *runner) read(ro *simRollout) reading {
 		// before the writes (see write). Copying 50,000 nodes at every
 		// pass was most of a large simulation's time. A planner a test
 		// swaps in may write to its snapshot, so it gets a copy.
-		view, own := w.planView(name)
-		return reading{view: view, others: w.peersOf(name), compact: own && r.hooks.Observe == nil}
+		return reading{view: w.planView(name), others: w.peersOf(name)}
 	}
 	return reading{view: w.viewFor(name), versions: slices.Clone(w.version), others: w.peersOf(name)}
 }
@@ -246,7 +241,7 @@ func (r *runner) pass(ro *simRollout, rd *reading) (planner.Result, int) {
 	if r.hooks.Observe != nil {
 		seen = observed{before: slices.Clone(rd.view), truth: slices.Clone(w.nodes), cordons: w.cordons()}
 	}
-	res := r.planPass(ro, rd)
+	res := r.plan(planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others, OFEDPolicy: w.OFEDPolicy()}, w.now)
 	refused := r.write(ro, rd, &res)
 	r.res.Refused += refused
 	if len(res.Transitions) > 0 {
@@ -260,30 +255,6 @@ func (r *runner) pass(ro *simRollout, rd *reading) (planner.Result, int) {
 		r.observe(ro, rd, res, refused, seen)
 	}
 	return res, refused
-}
-
-// planPass plans rollout ro from what it read, compacted where nothing can
-// tell the difference.
-func (r *runner) planPass(ro *simRollout, rd *reading) planner.Result {
-	w := r.w
-	snap := planner.Snapshot{Rollout: ro.ro, Nodes: rd.view, Others: rd.others, OFEDPolicy: w.OFEDPolicy()}
-	if rd.compact {
-		// A pass then costs what the nodes in flight cost, not what the
-		// pool does: 50,000 nodes, planned every minute. The Compactor
-		// looks again only at nodes whose version moved: every change of
-		// what it reads (readiness, cordon, labels, marks, progress,
-		// reported driver) is a write that bumps it. Hence only on the
-		// world's own nodes: a view copied for one of several rollouts
-		// differs from them where no version records it (a gone owner
-		// cleared, another's progress hidden). And never observed: an
-		// observer checks the pass against every node.
-		snap = w.compactor.Compact(snap, w.version, w.compactBuf)
-		if len(snap.Nodes) < len(rd.view) {
-			w.compactBuf = snap.Nodes[:0]
-			w.compacted++
-		}
-	}
-	return r.plan(snap, w.now)
 }
 
 // write performs the pass's transitions in order, each under the
@@ -343,7 +314,7 @@ func (r *runner) record(ro *simRollout, i int, t planner.Transition) {
 		}
 		w.lines = append(w.lines, Line{At: w.now, Who: who, Text: string(t.From) + " → " + string(t.To) + ": " + t.Reason})
 	}
-	if t.From == v1alpha1.NodePending && planner.InFlight(t.To) {
+	if t.From == v1alpha1.NodePending && t.To.InFlight() {
 		w.started[i] = true
 	}
 	r.tl.move(t, w.now)
@@ -491,7 +462,7 @@ func (r *runner) finish() *Result {
 func inFlight(nodes []planner.Node) int {
 	n := 0
 	for i := range nodes {
-		if planner.InFlight(nodes[i].Phase) {
+		if nodes[i].Phase.InFlight() {
 			n++
 		}
 	}
@@ -534,7 +505,7 @@ func lockstep(plan PlanFunc) PlanFunc {
 
 // delta is how a non-start transition changes the in-flight count.
 func delta(t planner.Transition) int {
-	switch a, b := planner.InFlight(t.From), planner.InFlight(t.To); {
+	switch a, b := t.From.InFlight(), t.To.InFlight(); {
 	case a && !b:
 		return -1
 	case !a && b:

@@ -61,9 +61,9 @@ type Config struct {
 // this package's tests reach (RunHooked, in export_test.go), rather than a
 // field of Config or an exported second argument: then no package outside
 // sim can set one, and the compiler, not a test, proves that `gpufleet
-// simulate` runs the real planner, unobserved (so from compacted snapshots
-// where they decide the same), one pass per rollout and round, each write
-// under its node's resourceVersion. The zero value is a rehearsal's.
+// simulate` runs the real planner, unobserved, one pass per rollout and
+// round, each write under its node's resourceVersion. The zero value is a
+// rehearsal's.
 type hooks struct {
 	// Plan replaces planner.Plan. A swapped-in planner may write to its
 	// snapshot, so it always plans from a copy of the nodes.

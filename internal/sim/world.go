@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"maps"
@@ -55,12 +56,6 @@ type World struct {
 	// rollout that cordoned it, or "" when it is schedulable. The planner
 	// only sees Unschedulable and the marks; the checker judges with this.
 	holder []string
-	// compactor compacts the planned rollout's snapshots (see Run), into
-	// compactBuf, reused pass to pass; compacted counts the passes it left
-	// nodes out of (for tests).
-	compactor  planner.Compactor
-	compactBuf []planner.Node
-	compacted  int
 	// ownView names the rollout planView found the world's own nodes to be
 	// a view for while it was the only one (see planView).
 	ownView string
@@ -128,7 +123,7 @@ func newWorld(cfg Config, observe func(Step)) *World {
 			// A node that starts cordoned: an admin's, unless it starts
 			// in a phase where its rollout holds the cordon.
 			w.holder[i] = "admin"
-			if n.Owner != "" && planner.HoldsCordon(n.Phase) && !n.AdminCordoned {
+			if n.Owner != "" && n.Phase.HoldsCordon() && !n.AdminCordoned {
 				w.holder[i] = n.Owner
 			}
 		}
@@ -298,24 +293,24 @@ func (w *World) viewFor(r string) []planner.Node {
 // planView is viewFor for a pass that plans and writes before anything
 // else changes: the world's own nodes when viewFor would change none of
 // them (one rollout, or nodes that are all its own or nobody's), else
-// viewFor's copy; own says which. The planner only reads its snapshot.
-func (w *World) planView(r string) (view []planner.Node, own bool) {
+// viewFor's copy. The planner only reads its snapshot.
+func (w *World) planView(r string) []planner.Node {
 	if w.ownView == r && len(w.rollouts) == 1 {
 		// Checked before, and with one rollout ever only its own writes
 		// (Transition.ApplyTo, which makes a node its own) change a node's
 		// owner or progress: still true.
-		return w.nodes, true
+		return w.nodes
 	}
 	for i := range w.nodes {
 		n := &w.nodes[i]
 		if n.Owner != r && (n.Owner != "" || n.Phase != "" || !n.Since.IsZero() || n.Failed) {
-			return w.viewFor(r), false
+			return w.viewFor(r)
 		}
 	}
 	if len(w.rollouts) == 1 {
 		w.ownView = r
 	}
-	return w.nodes, true
+	return w.nodes
 }
 
 // peersOf are the live rollouts other than r, for r's snapshot.
@@ -334,7 +329,7 @@ func (w *World) peersOf(r string) []planner.Peer {
 // cordon on it), so that an admin leaves it alone.
 func (w *World) busy(i int) bool {
 	n := &w.nodes[i]
-	return n.Owner != "" && w.live(n.Owner) && planner.HoldsCordon(n.Phase)
+	return n.Owner != "" && w.live(n.Owner) && n.Phase.HoldsCordon()
 }
 
 // bump records a write to node i: its resourceVersion moves, and the
@@ -405,7 +400,7 @@ func (w *World) Join(name string, labels map[string]string, driver string) {
 		n.Unschedulable, w.holder[i] = false, ""
 	}
 	w.bump(i)
-	w.note("world", "%s joined the cluster (driver %s)", name, versionOr(driver))
+	w.note("world", "%s joined the cluster (driver %s)", name, cmp.Or(driver, "none"))
 }
 
 // Leave takes node name out of the cluster, as deleting its Node does (a
@@ -427,13 +422,6 @@ func (w *World) Leave(name string) {
 	w.holder[i] = ""
 	w.bump(i)
 	w.note("world", "%s left the cluster", name)
-}
-
-func versionOr(v string) string {
-	if v == "" {
-		return "none"
-	}
-	return v
 }
 
 // SetReady flips a node's Ready condition.

@@ -20,7 +20,6 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // The OFED story runs on one cluster of four nodes with NICs the Network
@@ -162,7 +161,7 @@ func (nw *nodeWatch) sample(nodes []corev1.Node, first bool) {
 		if p := nw.phases[n.Name]; len(p) == 0 || p[len(p)-1] != ph {
 			nw.phases[n.Name] = append(p, ph)
 		}
-		if !n.Spec.Unschedulable && planner.InFlight(v1alpha1.NodePhase(ph)) && !slices.Contains(nw.open[n.Name], ph) {
+		if !n.Spec.Unschedulable && v1alpha1.NodePhase(ph).InFlight() && !slices.Contains(nw.open[n.Name], ph) {
 			nw.open[n.Name] = append(nw.open[n.Name], ph)
 		}
 	}

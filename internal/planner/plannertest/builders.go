@@ -218,7 +218,7 @@ func (b *NodeBuilder) NotReady() *NodeBuilder { b.n.Ready = false; return b }
 // In puts the node in phase since t. In flight phases are cordoned.
 func (b *NodeBuilder) In(p v1alpha1.NodePhase, since time.Time) *NodeBuilder {
 	b.n.Phase, b.n.Since = p, since
-	if planner.InFlight(p) || p == v1alpha1.NodeQuarantined {
+	if p.HoldsCordon() {
 		b.n.Unschedulable = true
 	}
 	return b

@@ -135,7 +135,7 @@ func see(ro *v1alpha1.DriverRollout, others []planner.Peer, canary []string, nod
 			continue
 		}
 		v.selected = append(v.selected, n)
-		fly := planner.InFlight(n.Phase)
+		fly := n.Phase.InFlight()
 		// A node left to another rollout counts as unavailable: that
 		// rollout may take it out at any moment.
 		out := n.Unschedulable || !n.Ready || fly || n.Phase == v1alpha1.NodeQuarantined || leftTo(ro, others, n) != ""
@@ -470,13 +470,6 @@ func (c *Checker) cordonRules(s sim.Step) {
 	}
 }
 
-func phaseOr(p v1alpha1.NodePhase) v1alpha1.NodePhase {
-	if p == "" {
-		return v1alpha1.NodePending
-	}
-	return p
-}
-
 func holderName(h string) string {
 	if h == "admin" {
 		return "an admin"
@@ -522,10 +515,10 @@ func (c *Checker) ownerRules(s sim.Step) {
 		case owner != "" && owner != name && live[owner]:
 			c.fail(s, "%s moved %s %s → %s, which belongs to rollout %s", name, t.Node, t.From, t.To, owner)
 		case s.Truth == nil:
-		case owner == name && phaseOr(tn.Phase) != t.From:
+		case owner == name && tn.Phase.OrPending() != t.From:
 			// Two passes acted on one reading: the node was started (or
 			// moved) twice.
-			c.fail(s, "%s moved %s %s → %s but it was %s already", name, t.Node, t.From, t.To, phaseOr(tn.Phase))
+			c.fail(s, "%s moved %s %s → %s but it was %s already", name, t.Node, t.From, t.To, tn.Phase.OrPending())
 		case owner != name && t.From != v1alpha1.NodePending:
 			c.fail(s, "%s moved %s %s → %s but the node was not its own", name, t.Node, t.From, t.To)
 		}

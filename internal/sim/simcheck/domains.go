@@ -83,7 +83,7 @@ func (c *Checker) domainRules(s sim.Step) {
 		for _, n := range after[key] {
 			// A node that starts in the pass its domain returns in (one
 			// that joined it too late to catch up) goes alone, after it.
-			if planner.InFlight(n.Phase) && !wasPending[n.Name] {
+			if n.Phase.InFlight() && !wasPending[n.Name] {
 				c.fail(s, "%s of maintenance domain %s went back into service while %s of it is %s", first, key, n.Name, n.Phase)
 			}
 		}

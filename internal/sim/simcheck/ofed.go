@@ -40,7 +40,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 			((p.Phase == v1alpha1.NodeInstalling && p.Drained) || p.Phase == v1alpha1.NodeRollingBack)
 		if !inMaintenance {
 			c.fail(s, "the OFED pod of %s (selected by %v) was replaced with %s outside its maintenance: owner %q, %s, cordoned=%t, drained=%t",
-				p.Node, p.Selected, p.Version, p.Owner, phaseOr(p.Phase), p.Unschedulable, p.Drained)
+				p.Node, p.Selected, p.Version, p.Owner, p.Phase.OrPending(), p.Unschedulable, p.Drained)
 		}
 	}
 	name := s.Rollout.Name
@@ -49,7 +49,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 	for i := range s.Before {
 		b := &s.Before[i]
 		before[b.Name] = b
-		if b.Owner == name && planner.InFlight(b.Phase) && !b.Unschedulable {
+		if b.Owner == name && b.Phase.InFlight() && !b.Unschedulable {
 			c.fail(s, "%s is %s in %s but schedulable: someone lifted its maintenance's cordon", b.Name, b.Phase, name)
 		}
 	}
@@ -68,7 +68,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 	spec := &s.Rollout.Spec
 	for _, t := range s.Result.Transitions {
 		if t.ReleaseOFED {
-			if ofed.TargetVersion == ofed.PreviousVersion {
+			if !ofed.Moves() {
 				c.fail(s, "%s released the OFED hold of %s, but the release keeps OFED %s", name, t.Node, ofed.TargetVersion)
 			}
 			if t.To != v1alpha1.NodeInstalling && t.To != v1alpha1.NodeRollingBack {
@@ -83,7 +83,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 		// A settle installs nothing (the node runs the target already): it
 		// counts where the rollout moves OFED, as it then says the node's
 		// OFED is through too.
-		moves := ofed.TargetVersion != ofed.PreviousVersion
+		moves := ofed.Moves()
 		install := t.To == v1alpha1.NodeInstalling || (moves && t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone)
 		if b == nil || t.Join || !install || t.Driver != spec.TargetVersion || b.Labels[v1alpha1.LabelDriver] == spec.TargetVersion {
 			continue
@@ -94,7 +94,7 @@ func (c *Checker) ofedRules(s sim.Step) {
 		// whatever it runs.
 		through := b.OFEDReady && !b.OFEDFailed && b.Labels[v1alpha1.LabelMOFEDWait] == "false"
 		if moves {
-			through = through && planner.OFEDMatches(b.OFEDVersion, ofed.TargetVersion) && (st == v1alpha1.OperatorStateDone || st == "")
+			through = through && v1alpha1.OFEDMatches(b.OFEDVersion, ofed.TargetVersion) && (st == v1alpha1.OperatorStateDone || st == "")
 		}
 		if !through {
 			c.fail(s, "%s flipped %s's driver label to %s with its OFED not through (pod %q, ready=%t, mofed.wait=%q, %q)",
