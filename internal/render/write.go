@@ -257,7 +257,7 @@ func checkPaths(out *Output, dir string) error {
 		}
 	}
 	if len(bad) > 0 {
-		slices.SortFunc(bad, func(a, b error) int { return compareStrings(a.Error(), b.Error()) })
+		slices.SortFunc(bad, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return errors.Join(bad...)
 	}
 	if _, ok := out.Files[sopsConfigFile]; ok {
