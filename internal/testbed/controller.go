@@ -47,6 +47,10 @@ type ControllerStart struct {
 	Args []string
 	Env  map[string]string
 	At   time.Time
+	// Restart: the process before exited on its own (it lost its leader
+	// lease on a slow API server, say) and was started again with the same
+	// pod template, as the kubelet restarts a container of a running pod.
+	Restart bool
 }
 
 // Controller is one cluster's gpufleet-controller, run out of cluster as
@@ -113,6 +117,13 @@ func (c *Controller) Starts() []ControllerStart {
 	return append([]ControllerStart(nil), c.starts...)
 }
 
+// exited reports whether the running process ended on its own.
+func (c *Controller) exited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc != nil && c.proc.exited()
+}
+
 // Running reports whether a process runs.
 func (c *Controller) Running() bool {
 	c.mu.Lock()
@@ -135,7 +146,9 @@ func (c *Controller) LogTail(n int) string {
 // says, until ctx ends: it starts the process once the Deployment exists,
 // replaces it whenever the Deployment's pod template changes (a new
 // version), as a rolling update would: the new process starts before the
-// old one is stopped, and leader election hands the work over. It stops
+// old one is stopped, and leader election hands the work over. A process
+// that exits on its own (controller-runtime exits when it loses its
+// leader lease) is started again, as the kubelet restarts a container. It stops
 // the process when the Deployment is deleted. The process reaches the API
 // server as the Deployment's service account (the testbed's admin
 // impersonates it), so it has exactly the rights of the rendered RBAC.
@@ -152,6 +165,10 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 		defer ctl.replace(nil, "")
 		tick := time.NewTicker(opts.Poll)
 		defer tick.Stop()
+		// A process that exits on its own is started again after a back-off
+		// that doubles while it keeps exiting soon after its start, as the
+		// kubelet's does (shorter: a test waits on it).
+		backoff, exitedAt := time.Second, time.Time{}
 		for {
 			select {
 			case <-ctx.Done():
@@ -170,9 +187,25 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 			case err != nil:
 				continue
 			}
+			restart := false
 			if running != nil && reflect.DeepEqual(running.Spec.Template, dep.Spec.Template) {
-				continue
+				if !ctl.exited() {
+					continue
+				}
+				if exitedAt.IsZero() {
+					exitedAt = time.Now()
+				}
+				if time.Since(exitedAt) < backoff {
+					continue
+				}
+				restart = true
+				if starts := ctl.Starts(); time.Since(starts[len(starts)-1].At) < 10*backoff {
+					backoff = min(2*backoff, 30*time.Second)
+				} else {
+					backoff = time.Second
+				}
 			}
+			exitedAt = time.Time{}
 			p, start, metrics, err := c.startController(dep, opts, len(ctl.Starts())+1)
 			if err != nil {
 				if ctx.Err() == nil && onError != nil {
@@ -180,6 +213,7 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 				}
 				continue
 			}
+			start.Restart = restart
 			ctl.mu.Lock()
 			ctl.starts = append(ctl.starts, start)
 			ctl.mu.Unlock()
