@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +25,21 @@ type process struct {
 }
 
 // startProcess runs path with args and env, its output going to logPath.
+// Unless env names one, the process gets a temporary folder of its own
+// beside its log (TMPDIR): Flux's controllers build in it, and a shared
+// one would see other programs' clean-ups, or another test's, running at
+// once.
 func startProcess(name, path string, args, env []string, logPath string) (*process, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }) {
+		tmp := filepath.Join(filepath.Dir(logPath), "tmp-"+filepath.Base(logPath))
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		env = append(slices.Clip(env), "TMPDIR="+tmp)
+	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -239,6 +239,7 @@ func (w *world) readyDriverPods(cluster string) map[string]string {
 // renders it (what every gpufleet did before) has every driver pod of the
 // cluster deleted at once by the real operator: the check can fail.
 func TestAdoptRunningOperator(t *testing.T) {
+	t.Parallel()
 	w := newAdoptWorld(t)
 	s := &story{t: t, w: w}
 	ctx := context.Background()

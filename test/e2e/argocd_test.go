@@ -15,6 +15,7 @@ import (
 // canary and rolled back, aborted; the gate judging both clusters with the
 // same checks. Each step is a subtest of its name.
 func TestArgoCDStory(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	w := newWorld(t, lab.ArgoCDStoryOptions())
 	t.Logf("testbed, Argo CD, Flux, controllers and node agents up in %s", since(began))

@@ -87,6 +87,7 @@ func (w *world) waitJoined(node, driver string, began time.Time) (labelled, read
 // maintenance window after the rollout completed; the rollout counts them
 // and completes.
 func TestJoiningNode(t *testing.T) {
+	t.Parallel()
 	ws, we := windowAround(true)
 	w := newOneClusterWorld(t, joinFleet(ws, we))
 	s := &story{t: t, w: w}

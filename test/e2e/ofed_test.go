@@ -275,6 +275,7 @@ func (w *world) commitPromotion(stable, rollout string, approved bool, msg strin
 // approval, maxUnavailable), and an OFED version that never comes up (the
 // canary stops the rollout, the rest untouched).
 func TestOFED(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, lab.Options{
 		Clusters: []string{opCluster}, FleetTOML: []byte(ofedFleet(lab.ReleaseStable, "", false)), ChartVersion: lab.ChartVersion,
 		Pool:            nodesim.Pool{Name: lab.PoolName, Product: lab.Product, Nodes: opNodes, Driver: lab.DriverStable, ManagedNICs: true},

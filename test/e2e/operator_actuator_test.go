@@ -185,6 +185,7 @@ func (w *world) commitFleet(src, msg string) {
 // the nodes one by one with the operator's skip label. One named check per
 // behaviour of the path.
 func TestOperatorActuator(t *testing.T) {
+	t.Parallel()
 	w := newOperatorWorld(t)
 	s := &story{t: t, w: w}
 	names := nodesim.Pool{Name: lab.PoolName, Nodes: opNodes}.NodeNames()

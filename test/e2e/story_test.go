@@ -14,6 +14,7 @@ import (
 // node, is refused promotion and is aborted; then the serving stack with
 // its SOPS-encrypted Secrets. Each step is a subtest of its name.
 func TestFleetStory(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	o := lab.StoryOptions()
 	o.StackCRDs = true

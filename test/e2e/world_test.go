@@ -32,9 +32,6 @@ func newWorld(t *testing.T, o lab.Options) *world {
 	if o.StackCRDs {
 		sopstest.Use(t)
 	}
-	// Flux's controllers build in $TMPDIR: a private one keeps other
-	// programs' clean-ups of the shared one out of the story.
-	t.Setenv("TMPDIR", t.TempDir())
 	if err := lab.CheckPrograms(); err != nil {
 		t.Fatalf("e2e: %v", err)
 	}

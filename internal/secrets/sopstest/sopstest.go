@@ -32,12 +32,27 @@ func Path(t testing.TB) string {
 }
 
 // Use points gpufleet at the testbed's sops for the rest of the test, by
-// setting GPUFLEET_SOPS, and returns its path.
+// setting GPUFLEET_SOPS, and returns its path. Where the variable already
+// names it (the Makefile exports it, and a parallel suite sets it once for
+// the process with Setenv), the environment is left as it is: a parallel
+// test may not change it.
 func Use(t testing.TB) string {
 	t.Helper()
 	p := Path(t)
-	t.Setenv("GPUFLEET_SOPS", p)
+	if os.Getenv("GPUFLEET_SOPS") != p {
+		t.Setenv("GPUFLEET_SOPS", p)
+	}
 	return p
+}
+
+// Setenv points gpufleet at the testbed's sops for the whole test process,
+// where it can be found: for a suite whose tests run in parallel, from its
+// TestMain (a test that then finds no sops fails through Use, naming
+// make testbin).
+func Setenv() {
+	if p, err := find(); err == nil {
+		_ = os.Setenv("GPUFLEET_SOPS", p)
+	}
 }
 
 func find() (string, error) {
