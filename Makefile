@@ -29,9 +29,11 @@ release:
 testbin:
 	bash hack/testbin.sh $(TESTBIN)
 
-## test: everything CI runs: lint, generated files up to date, the testbed, all tests
-test: lint verify-generate testbin
-	$(GO) test -count=1 -timeout 45m $(PKGS)
+## test: everything CI runs (hack/test.sh): the testbed builds in the background while lint, the
+## generated files' check and the tests that need no testbed run; then the tests that need it,
+## GPUFLEET_TEST_JOBS packages at once (default 4). Each phase's time is printed at the end.
+test:
+	GO=$(GO) MAKE=$(MAKE) bash hack/test.sh
 
 ## test-unit: the tests that need no testbed (fast)
 test-unit:

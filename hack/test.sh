@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test.sh is `make test`: every check and test CI runs, arranged so that the
+# testbed's build (hack/testbin.sh: the longest part on a cold machine, and
+# CPU-bound) overlaps with the work that does not need it.
+#
+#   1. the testbed's programs start building in the background;
+#   2. meanwhile: lint, the generated files' check, and the tests of the
+#      packages that need no testbed program (pure code: the planner, the
+#      simulator, render's and the fleet file's own tests...);
+#   3. once the testbed is there, the packages that run it, several at once
+#      (GPUFLEET_TEST_JOBS, default 4): their tests mostly wait on the
+#      programs they drive, so two cores keep more than two of them busy.
+#
+# A package needs the testbed when its tests import internal/testbed (or
+# sopstest, for the sops it builds), directly or not: `go list` says so,
+# so a new package lands in the right phase by itself.
+#
+# Each phase's time is printed at the end (docs/development.md, "CI time").
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+go_bin=${GO:-go}
+make_bin=${MAKE:-make}
+jobs=${GPUFLEET_TEST_JOBS:-4}
+module=github.com/gpufleet/gpufleet
+mkdir -p bin
+
+began=$SECONDS
+stamp() { printf '%s test: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+
+stamp "building the testbed in the background (log: bin/testbin.log)"
+bash hack/testbin.sh bin/testbin >bin/testbin.log 2>&1 &
+testbin_pid=$!
+# A failure below must not leave the build running.
+trap 'kill "$testbin_pid" 2>/dev/null || true' EXIT
+
+phase() { # NAME COMMAND...: run, and record how long it took
+	local name=$1 start=$SECONDS
+	shift
+	stamp "$name"
+	"$@"
+	times+=("$name: $((SECONDS - start))s")
+}
+times=()
+
+# The packages whose tests need the testbed, and the others.
+testbed_deps="$module/internal/testbed $module/internal/secrets/sopstest"
+need=$("$go_bin" list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}} {{.}}{{end}}{{end}}' ./... |
+	awk -v deps="$testbed_deps" -v self="$module/internal/testbed" '
+		BEGIN { n = split(deps, d, " "); for (i = 1; i <= n; i++) want[d[i]] = 1 }
+		NF { uses = ($1 == self); for (i = 2; i <= NF; i++) if ($i in want) uses = 1; if (uses) print $1 }' | sort -u)
+all=$("$go_bin" list ./...)
+unit=$(comm -23 <(printf '%s\n' "$all" | sort) <(printf '%s\n' "$need"))
+
+phase "lint and generated files" "$make_bin" --no-print-directory lint verify-generate
+phase "tests without the testbed ($(wc -w <<<"$unit") packages)" "$go_bin" test -count=1 -timeout 30m $unit
+
+start=$SECONDS
+stamp "waiting for the testbed"
+if ! wait "$testbin_pid"; then
+	cat bin/testbin.log >&2
+	echo "test: building the testbed failed (above)" >&2
+	exit 1
+fi
+tail -n 1 bin/testbin.log
+times+=("waiting for the testbed after that: $((SECONDS - start))s")
+
+# -parallel: the end-to-end suite's tests each run a world of their own.
+phase "tests with the testbed ($(wc -w <<<"$need") packages, $jobs at once)" \
+	"$go_bin" test -count=1 -timeout 45m -p "$jobs" -parallel 3 $need
+
+trap - EXIT
+stamp "done in $((SECONDS - began))s"
+printf '  %s\n' "${times[@]}"
