@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -43,15 +44,15 @@ fleet file is invalid.`,
 		ValidArgsFunction: completeClusters,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.cluster = args[0]
-			return o.run(s.Out, s.Err)
+			return o.run(cmd.Context(), s.Out, s.Err)
 		},
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file")
 	return cmd
 }
 
-func (o *bootstrapOptions) run(out, errOut io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+func (o *bootstrapOptions) run(ctx context.Context, out, errOut io.Writer) error {
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (o *crdDiffOptions) run(ctx context.Context, out io.Writer) error {
 	var fc fleetCharts
 	if o.chartsDir == "" && o.repo == "" {
 		if _, err := os.Stat(o.fleetFile); err == nil {
-			f, err := loadFleet(o.fleetFile)
+			f, err := loadFleet(ctx, o.fleetFile)
 			if err != nil {
 				return err
 			}

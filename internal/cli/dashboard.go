@@ -75,7 +75,7 @@ func (o *dashboardOptions) validate() error {
 }
 
 func (o *dashboardOptions) run(ctx context.Context, out, errOut io.Writer) error {
-	if _, err := loadFleet(o.fleetFile); err != nil {
+	if _, err := loadFleet(ctx, o.fleetFile); err != nil {
 		return err
 	}
 	// The page shows every cluster's read and watch errors; the client

@@ -80,7 +80,7 @@ Exit codes: 0 every link holds; 1 a link is broken or still progressing;
 }
 
 func (o *explainOptions) run(ctx context.Context, out io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func (o *gateOptions) validate() error {
 }
 
 func (o *gateOptions) run(ctx context.Context, out, errOut io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -386,7 +386,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func (o *statusOptions) run(ctx context.Context, out io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}
@@ -511,7 +511,7 @@ func (o *planOptions) validate() error {
 }
 
 func (o *planOptions) run(ctx context.Context, out io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (o *renderOptions) settleFlags(cmd *cobra.Command, errOut io.Writer) error 
 }
 
 func (o *renderOptions) run(ctx context.Context, out, errOut io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}
@@ -178,9 +178,9 @@ func warnUnadopted(errOut io.Writer, f *fleet.Fleet, dir string) error {
 
 // loadFleet loads the fleet file; invalid input is printed one problem per
 // line (file:line:col: key: message) and fails with ExitFailed, an
-// unreadable file with ExitUnknown.
-func loadFleet(path string) (*fleet.Fleet, error) {
-	f, err := fleet.Load(path)
+// unreadable file with ExitUnknown; Ctrl-C stops it even mid-parse.
+func loadFleet(ctx context.Context, path string) (*fleet.Fleet, error) {
+	f, err := fleet.LoadContext(ctx, path)
 	var probs fleet.Problems
 	switch {
 	case err == nil:

@@ -31,6 +31,7 @@ type Streams struct {
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go exitOnSecondSignal(ctx, errOut)
 	// Every command says what its reads found in its own output; without a
 	// logger controller-runtime prints a stack trace, 30 s into a long
 	// gate --wait or explain, only to say that none was set.
@@ -40,6 +41,18 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	// made inert like every other line gpufleet prints (see Run).
 	log.SetOutput(inert(errOut))
 	return Run(ctx, args, Streams{In: in, Out: out, Err: errOut})
+}
+
+// exitOnSecondSignal: the first Ctrl-C cancels the command's context so it
+// can stop cleanly; a second one, once that is under way, ends the process
+// as a shell expects (exit 130).
+func exitOnSecondSignal(ctx context.Context, errOut io.Writer) {
+	<-ctx.Done()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	<-again
+	fmt.Fprintln(errOut, "gpufleet: interrupted twice: stopping now")
+	os.Exit(130)
 }
 
 // Run executes one command line against streams and returns the exit code.

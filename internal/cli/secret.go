@@ -97,7 +97,7 @@ Only data values are encrypted. The plaintext never touches the disk.`,
 }
 
 func (o *secretEncryptOptions) run(ctx context.Context, out io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func (o *simulateOptions) validate() error {
 }
 
 func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func (o *validateOptions) validate() error {
 }
 
 func (o *validateOptions) run(ctx context.Context, out, errOut io.Writer) error {
-	f, err := loadFleet(o.fleetFile)
+	f, err := loadFleet(ctx, o.fleetFile)
 	if err != nil {
 		return err
 	}

@@ -3,463 +3,337 @@ package fleet
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
-	"sort"
+	"strconv"
 	"strings"
+	"time"
 
-	"github.com/pelletier/go-toml/v2"
+	"github.com/BurntSushi/toml"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// Decoding in linear time.
+// Decoding a fleet file takes two passes, each linear in the file's size:
 //
-// go-toml's decoder costs time in proportion to everything decoded so far
-// at each [[array table]] header: its duplicate-key tracker scans all the
-// keys it has seen (internal/tracker: find, clear) and it resets its array
-// counters by walking all of them (resetChildArrayCounts). A fleet file has
-// one [[clusters.<name>.pools]] header per pool, so decoding grows with the
-// square of the cluster count (5,000 clusters × 4 pools: 1.5 s).
+//  1. go-toml's parser (the parser alone) walks the file in its order and
+//     checks its syntax, that every key is one of the schema's and that
+//     every value has the schema's type. Its messages carry the line, the
+//     column and the key with array indices (clusters.a.pools[1].nodes).
+//  2. BurntSushi/toml decodes the checked file into rawFile. It also finds
+//     what a parser alone cannot: a key or table defined twice.
 //
-// No option turns that off, and the go-toml versions without it (before
-// v2.4) read a lone [clusters.x.pools] differently and word their errors
-// differently. So the file is decoded in independent parts with go-toml
-// itself, each part everything the file says under one entry of a map of
-// the schema (one cluster, one release, one service, one policy override)
-// or under one other top-level table. TOML's rules about defining a key
-// twice only relate keys with a common table, and parts share none, so each
-// part decoded alone is checked exactly as in the whole file; the parts
-// are decoded into the same rawFile, and go-toml adds to maps and structs
-// it finds filled. Where the file does anything that would let two parts
-// meet (a key at the top level, a table or dotted key that writes a map's
-// entries from above it), the parts merge, down to the whole file.
-//
-// Any error other than unknown keys is reported from a decode of the whole
-// file, so messages and positions are the decoder's own, and the first
-// error in the file's order is the one reported.
+// go-toml's decoder is not used: it tracks the keys it has seen in a list
+// it scans at each key and builds an error's context from the whole file
+// for each unknown key, so 100,000 keys in one table took minutes.
 
-// unknownKey is a key the schema does not have, with where it is written.
-type unknownKey struct {
+// MaxFileSize is the largest fleet file gpufleet reads: far above any
+// fleet (5,000 clusters with 4 pools each is about 2 MB), low enough that a
+// hostile file cannot hold a command for long.
+const MaxFileSize = 16 << 20
+
+// decodeProblem is what the first pass found at one place of the file.
+type decodeProblem struct {
 	line, col int
-	key       toml.Key
+	key, msg  string
 }
 
-// decodeFile decodes data into raw with go-toml's strict decoder. It returns
-// the unknown keys, or the decoder's error when it stopped (a syntax or type
-// error, a key defined twice).
-func decodeFile(data []byte, raw *rawFile) ([]unknownKey, error) {
-	parts, ok := splitParts(data)
-	if !ok {
-		return decodeWhole(data, raw)
+// checkFile is the first pass. It returns the unknown keys (every one of
+// them: the known keys decode), or the error that stops decoding (a syntax
+// error, a value of the wrong type).
+func checkFile(data []byte) (unknown []decodeProblem, stop *decodeProblem) {
+	c := newSchemaCheck(data)
+	if stop := c.run(); stop != nil {
+		return nil, stop
 	}
-	var unknown []unknownKey
-	for _, p := range parts {
-		var keys []unknownKey
-		var err error
-		if p.entry != nil {
-			keys, err = decodeEntry(p, raw)
-		} else {
-			keys, err = decodeWhole(p.text, raw)
-		}
-		if err != nil {
-			// Report it as the whole file does (see above).
-			*raw = rawFile{}
-			return decodeWhole(data, raw)
-		}
-		for _, k := range keys {
-			k.line = p.fileLine(k.line)
-			unknown = append(unknown, k)
-		}
-	}
-	return unknown, nil
+	return c.unknown, nil
 }
 
-// decodeWhole decodes data in one go.
-func decodeWhole(data []byte, raw *rawFile) ([]unknownKey, error) {
-	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(raw)
-	var strict *toml.StrictMissingError
-	if !errors.As(err, &strict) {
-		return nil, err
+// decodeChecked is the second pass, on a file checkFile and checkShapes
+// passed; it returns the key defined twice, if one is.
+func decodeChecked(data []byte, raw *rawFile) *decodeProblem {
+	if _, err := toml.Decode(string(data), raw); err != nil {
+		return decoderProblem(data, err)
 	}
-	keys := make([]unknownKey, len(strict.Errors))
-	for i := range strict.Errors {
-		e := &strict.Errors[i]
-		line, col := e.Position()
-		keys[i] = unknownKey{line: line, col: col, key: e.Key()}
-	}
-	return keys, nil
+	return nil
 }
 
-// part is the text of some tables of the file, in the file's order, and
-// where each run of its lines starts in the file.
-type part struct {
-	text []byte
-	// runs[i] says that the part's line runs[i][0] (1-based) is the file's
-	// line runs[i][1]; runs are in order.
-	runs  [][2]int
-	lines int // how many lines text has
-	// entry is set when the part is everything under one map entry, whose
-	// name the text spells with a stand-in of the same length (see
-	// decodeEntry).
-	entry *entryPart
+// schemaCheck is the first pass (see above).
+type schemaCheck struct {
+	data    []byte
+	lines   []int
+	unknown []decodeProblem
+	// reported are the unknown keys already named: keys below them are not.
+	reported map[string]bool
+	// arrays counts the elements of each [[array table]] so far, to name
+	// them as the position index does.
+	arrays map[string]int
 }
 
-// entryPart is the map entry a part holds.
-type entryPart struct {
-	mapPath []string // the map's path in the schema, e.g. [clusters]
-	name    string   // the entry's name, e.g. prod-00001
-	standIn string   // the name the part's text gives it
-	raw     string   // how the file spells the name, e.g. "a" or a
-	off     []int    // where the name is in the text, in each header of the part
+func newSchemaCheck(data []byte) *schemaCheck {
+	return &schemaCheck{data: data, lines: lineStarts(data), reported: map[string]bool{}, arrays: map[string]int{}}
 }
 
-// fileLine turns a line of the part into the file's line.
-func (p *part) fileLine(line int) int {
-	i := sort.Search(len(p.runs), func(i int) bool { return p.runs[i][0] > line }) - 1
-	if i < 0 {
-		return line
-	}
-	return p.runs[i][1] + line - p.runs[i][0]
-}
-
-// splitParts cuts data into independent parts (see above); false when the
-// file must be decoded whole: a syntax error, or a key at its top level.
-func splitParts(data []byte) ([]*part, bool) {
-	lines := lineStarts(data)
-	type section struct {
-		start int // byte offset of the header's line
-		line  int // 1-based line of the header
-		group string
-		// entryAt, entryLen, entryRaw: where and how the header spells
-		// the map entry its group is named by (entryLen 0 when none).
-		entryAt, entryLen   int
-		entryRaw, entryName string
-		path                []string
-	}
-	var sections []section
-	groups := unionFind{}
+// run walks the file; it returns the problem that stops decoding, if any.
+func (c *schemaCheck) run() *decodeProblem {
 	var p unstable.Parser
-	p.Reset(data)
-	var table []string
-	var tableType reflect.Type // typeAt(table)
-	var own string
+	p.Reset(c.data)
+	// The table the key-values below a header go into, its key and type
+	// (nil below an unknown table, whose keys are not reported again).
+	tableKey, tableType := "", fileSchema
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			path, first := keySegments(e.Key())
-			if len(path) == 0 || first == nil {
-				return nil, false
+			segs, first := keySegments(e.Key())
+			if first == nil {
+				continue
 			}
-			table = path
-			tableType = typeAt(path)
-			line, _ := offsetPosition(lines, first.Raw.Offset)
-			own = groupOf(path)
-			groups.add(own)
-			if t := tableType; t != nil && indirect(t).Kind() == reflect.Map {
-				// [clusters] or [stack.age-recipients]: the map itself.
-				groups.touch(mapKey(path), own)
+			t, key, stop := c.walk(fileSchema, "", segs, first)
+			if stop != nil {
+				return stop
 			}
-			sec := section{start: lines[line-1], line: line, group: own, path: path}
-			if n := entryLength(path); n > 0 {
-				it := e.Key()
-				for i := 0; it.Next(); i++ {
-					if i == n-1 {
-						k := it.Node()
-						sec.entryAt, sec.entryLen = int(k.Raw.Offset), int(k.Raw.Length)
-						sec.entryRaw, sec.entryName = string(data[sec.entryAt:sec.entryAt+sec.entryLen]), string(k.Data)
-					}
-				}
+			if e.Kind == unstable.ArrayTable && t != nil {
+				n := c.arrays[key]
+				c.arrays[key] = n + 1
+				key += "[" + strconv.Itoa(n) + "]"
 			}
-			sections = append(sections, sec)
+			if t != nil && !isTable(t) && !isList(t) && !isAny(t) {
+				return c.wrongType(first, key, "table", t)
+			}
+			tableKey, tableType = key, t
 		case unstable.KeyValue:
-			if table == nil {
-				return nil, false // a key at the top level may reach anywhere
+			if tableType == nil {
+				continue
 			}
-			rel, _ := keySegments(e.Key())
-			touchMaps(&groups, own, table, tableType, rel)
-		}
-	}
-	if p.Error() != nil || len(sections) < 2 {
-		return nil, false
-	}
-	groups.joinEntriesOfTouchedMaps()
-
-	// A group whose only member is one map entry can be decoded under a
-	// stand-in name (see decodeEntry).
-	members := map[string]int{}
-	for k := range groups.parent {
-		members[groups.find(k)]++
-	}
-	byGroup := map[string]*part{}
-	var parts []*part
-	for i, s := range sections {
-		end := len(data)
-		if i+1 < len(sections) {
-			end = sections[i+1].start
-		}
-		g := groups.find(s.group)
-		pt := byGroup[g]
-		if pt == nil {
-			pt = &part{}
-			byGroup[g] = pt
-			parts = append(parts, pt)
-		}
-		pt.runs = append(pt.runs, [2]int{pt.lines + 1, s.line})
-		if len(pt.runs) == 1 && g == s.group && members[g] == 1 && s.entryLen > 0 {
-			n := entryLength(s.path)
-			pt.entry = &entryPart{mapPath: s.path[:n-1], name: s.entryName, raw: s.entryRaw, standIn: standIn(s.entryRaw)}
-		}
-		if en := pt.entry; en != nil {
-			if s.entryLen == 0 || s.entryRaw != en.raw {
-				pt.entry = nil // spelled two ways: decode as written
-			} else {
-				en.off = append(en.off, len(pt.text)+s.entryAt-s.start)
+			if stop := c.keyValue(tableType, tableKey, e); stop != nil {
+				return stop
 			}
 		}
-		pt.text = append(pt.text, data[s.start:end]...)
-		if len(pt.text) > 0 && pt.text[len(pt.text)-1] != '\n' {
-			pt.text = append(pt.text, '\n')
+	}
+	if err := p.Error(); err != nil {
+		return c.syntaxProblem(err)
+	}
+	return nil
+}
+
+// keyValue checks one key = value in the table of type t at key base.
+func (c *schemaCheck) keyValue(t reflect.Type, base string, kv *unstable.Node) *decodeProblem {
+	segs, first := keySegments(kv.Key())
+	if first == nil {
+		return nil
+	}
+	t, key, stop := c.walk(t, base, segs, first)
+	if stop != nil || t == nil {
+		return stop
+	}
+	return c.value(t, key, kv.Value())
+}
+
+// walk follows segs from the type t at base. It returns the type at the
+// end, and its key; a nil type when the path leaves the schema (reported
+// as an unknown key) or enters a free-form value.
+func (c *schemaCheck) walk(t reflect.Type, base string, segs []string, at *unstable.Node) (reflect.Type, string, *decodeProblem) {
+	key := base
+	for _, seg := range segs {
+		if isAny(t) {
+			return nil, key, nil
 		}
-		// Sections start at the start of a line, so the file's lines
-		// between two headers are the part's.
-		pt.lines += sectionLines(lines, s.start, end)
-	}
-	return parts, true
-}
-
-// sectionLines counts the lines of data[start:end], where start is the
-// start of a line: the last one counts even without its line break.
-func sectionLines(lineStarts []int, start, end int) int {
-	first := sort.SearchInts(lineStarts, start)
-	last := sort.SearchInts(lineStarts, end) // the first line at or after end
-	return last - first
-}
-
-// groupOf names the part a table header belongs to: the shortest prefix
-// of path that is an entry of a map of the schema (clusters.<name>,
-// stack.services.<name>...), else its top-level table.
-func groupOf(path []string) string {
-	if n := entryLength(path); n > 0 {
-		return keyString(path[:n])
-	}
-	return mapKey(path[:1])
-}
-
-// entryLength is the length of the shortest prefix of path that ends in an
-// entry of a map of the schema; 0 when there is none.
-func entryLength(path []string) int {
-	for i := 1; i < len(path); i++ {
-		if t := typeAt(path[:i]); t != nil && indirect(t).Kind() == reflect.Map {
-			return i + 1
+		next := stepType(t, seg)
+		key = joinKey(key, seg)
+		if next == nil {
+			if isTable(t) || isList(t) {
+				c.unknownKey(at, key)
+				return nil, key, nil
+			}
+			// A dotted key into a value that is no table.
+			return nil, key, c.wrongType(at, parentKey(key), "table", t)
 		}
+		t = next
 	}
-	return 0
+	return t, key, nil
 }
 
-// touchMaps records that a key rel of the table at table (of type
-// tableType) writes maps of the schema below table as a whole
-// (environments = {...}) or reaches into their entries
-// (environments.prod.soak = "2h"): those maps' entries must then be
-// decoded with own, the table's part.
-func touchMaps(g *unionFind, own string, table []string, tableType reflect.Type, rel []string) {
-	t := tableType
-	for i, seg := range rel {
-		if t == nil {
-			return
+// value checks that the value v at key fits the type t.
+func (c *schemaCheck) value(t reflect.Type, key string, v *unstable.Node) *decodeProblem {
+	if v == nil || isAny(t) {
+		return nil
+	}
+	t = indirect(t)
+	switch v.Kind {
+	case unstable.String:
+		if t.Kind() == reflect.String {
+			return nil
 		}
-		if t = stepType(t, seg); t == nil {
-			return
+	case unstable.Integer:
+		if isInt(t.Kind()) || t.Kind() == reflect.Float64 {
+			return nil
 		}
-		if indirect(t).Kind() == reflect.Map {
-			path := append(append([]string(nil), table...), rel[:i+1]...)
-			g.touch(mapKey(path), own)
+	case unstable.Float:
+		if t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32 {
+			return nil
 		}
+	case unstable.Bool:
+		if t.Kind() == reflect.Bool {
+			return nil
+		}
+	case unstable.DateTime, unstable.LocalDateTime, unstable.LocalDate, unstable.LocalTime:
+		if t == reflect.TypeFor[time.Time]() {
+			return nil
+		}
+	case unstable.Array:
+		if t.Kind() != reflect.Slice {
+			break
+		}
+		it := v.Children()
+		for i := 0; it.Next(); i++ {
+			if stop := c.value(t.Elem(), key+"["+strconv.Itoa(i)+"]", it.Node()); stop != nil {
+				return stop
+			}
+		}
+		return nil
+	case unstable.InlineTable:
+		if t.Kind() != reflect.Struct && t.Kind() != reflect.Map {
+			break
+		}
+		it := v.Children()
+		for it.Next() {
+			if stop := c.keyValue(t, key, it.Node()); stop != nil {
+				return stop
+			}
+		}
+		return nil
 	}
+	return c.wrongType(v, key, tomlKind(v.Kind), t)
 }
 
-// mapKey names a map of the schema in the union-find; entries are named by
-// keyString, which never starts with a NUL byte.
-func mapKey(path []string) string { return "\x00" + keyString(path) }
-
-// unionFind joins the groups of tables that must be decoded together.
-type unionFind struct {
-	parent map[string]string
-	// touched are the maps written from above their entries.
-	touched map[string]bool
-}
-
-func (u *unionFind) add(k string) {
-	if u.parent == nil {
-		u.parent = map[string]string{}
-	}
-	if _, ok := u.parent[k]; !ok {
-		u.parent[k] = k
-	}
-}
-
-func (u *unionFind) find(k string) string {
-	u.add(k)
-	for u.parent[k] != k {
-		u.parent[k] = u.parent[u.parent[k]]
-		k = u.parent[k]
-	}
-	return k
-}
-
-func (u *unionFind) union(a, b string) {
-	ra, rb := u.find(a), u.find(b)
-	if ra != rb {
-		u.parent[rb] = ra
-	}
-}
-
-// touch joins own with the map m and remembers that m was written as a
-// whole, so that its entries join too (joinEntriesOfTouchedMaps).
-func (u *unionFind) touch(m, own string) {
-	if u.touched == nil {
-		u.touched = map[string]bool{}
-	}
-	u.touched[m] = true
-	u.union(own, m)
-}
-
-// joinEntriesOfTouchedMaps joins every entry group with the map above it
-// when that map was written as a whole.
-func (u *unionFind) joinEntriesOfTouchedMaps() {
-	if len(u.touched) == 0 {
+func (c *schemaCheck) unknownKey(at *unstable.Node, key string) {
+	if c.reported[key] {
 		return
 	}
-	keys := make([]string, 0, len(u.parent))
-	for k := range u.parent {
-		keys = append(keys, k)
-	}
-	for _, k := range keys {
-		if k == "" || k[0] == 0 {
-			continue
-		}
-		// Every map above the entry k: its entry is itself inside maps'
-		// entries (stack.services.<s>.environments.<env>) only through k.
-		for m := range u.touched {
-			if mapContains(m[1:], k) {
-				u.union(m, k)
-			}
-		}
-	}
+	c.reported[key] = true
+	line, col := c.position(at)
+	c.unknown = append(c.unknown, decodeProblem{line: line, col: col, key: key, msg: "unknown key"})
 }
 
-// mapContains reports whether the entry key lies directly in the map m
-// (both as keyString writes them).
-func mapContains(m, entry string) bool {
-	if len(entry) <= len(m)+1 || entry[:len(m)] != m || entry[len(m)] != '.' {
-		return false
+func (c *schemaCheck) wrongType(at *unstable.Node, key, got string, want reflect.Type) *decodeProblem {
+	line, col := c.position(at)
+	msg := fmt.Sprintf("wrong type: got %s %s, want %s", article(got), got, typeWord(want))
+	if textKey(key) && want.Kind() == reflect.String {
+		// A table where the chart values' YAML goes.
+		msg += ": write the release's chart values as the YAML of a Helm values file, values = '''...'''"
 	}
-	return !containsSegmentBreak(entry[len(m)+1:])
+	return &decodeProblem{line: line, col: col, key: key, msg: msg}
 }
 
-// containsSegmentBreak reports whether a key written by keyString has more
-// than one segment.
-func containsSegmentBreak(k string) bool {
-	quoted := false
-	for i := 0; i < len(k); i++ {
-		switch c := k[i]; {
-		case c == '\\' && quoted:
-			i++
-		case c == '"':
-			quoted = !quoted
-		case c == '.' && !quoted:
-			return true
-		}
+// position is where a node of the file is; a node the parser made up (an
+// array's implicit parts) counts as the file's start.
+func (c *schemaCheck) position(n *unstable.Node) (line, col int) {
+	if n == nil {
+		return 1, 1
 	}
-	return false
+	return offsetPosition(c.lines, n.Raw.Offset)
 }
 
-// decodeEntry decodes a part that holds one map entry under a stand-in
-// name of the same length as the file's spelling (so every column stays
-// where it is), into a fresh file, and moves the entry into raw under its
-// own name. The stand-in is the same for every entry of a map whose names
-// are spelled as long: go-toml's decoder keeps a counter per array-table
-// path across documents and walks all of them at each [[header]], so
-// 5,000 cluster names would bring back the cost this avoids.
-func decodeEntry(p *part, raw *rawFile) ([]unknownKey, error) {
-	en := p.entry
-	text := p.text
-	for _, off := range en.off {
-		copy(text[off:], en.standIn)
+// syntaxProblem places go-toml's syntax error: its highlight is a part of
+// the file, so where that part starts is where the error is.
+func (c *schemaCheck) syntaxProblem(err error) *decodeProblem {
+	var pe *unstable.ParserError
+	if !errors.As(err, &pe) {
+		return &decodeProblem{line: 1, col: 1, msg: err.Error()}
 	}
-	var sub rawFile
-	keys, err := decodeWhole(text, &sub)
-	// The text is the part's own copy: put the name back for messages.
-	for _, off := range en.off {
-		copy(text[off:], en.raw)
+	off := 0
+	if pe.Highlight != nil {
+		off = cap(c.data) - cap(pe.Highlight)
 	}
-	if err != nil {
-		return nil, err
+	if off < 0 || off > len(c.data) {
+		off = 0
 	}
-	for i := range keys {
-		if k := keys[i].key; len(k) > len(en.mapPath) && k[len(en.mapPath)] == standInName(en.standIn) {
-			k = append(toml.Key(nil), k...)
-			k[len(en.mapPath)] = en.name
-			keys[i].key = k
-		}
+	line, col := offsetPosition(c.lines, uint32(off))
+	key := ""
+	if len(pe.Key) > 0 {
+		key = keyString(pe.Key)
 	}
-	from, to := mapAt(reflect.ValueOf(&sub).Elem(), en.mapPath), mapAt(reflect.ValueOf(raw).Elem(), en.mapPath)
-	if v := from.MapIndex(reflect.ValueOf(standInName(en.standIn))); v.IsValid() {
-		if to.IsNil() {
-			to.Set(reflect.MakeMap(to.Type()))
-		}
-		to.SetMapIndex(reflect.ValueOf(en.name), v)
-	}
-	return keys, nil
+	return &decodeProblem{line: line, col: col, key: key, msg: pe.Message}
 }
 
-// standIn spells a stand-in key as long as raw, quoted as raw is.
-func standIn(raw string) string {
-	if len(raw) >= 2 && (raw[0] == '"' || raw[0] == '\'') {
-		return raw[:1] + strings.Repeat("x", len(raw)-2) + raw[len(raw)-1:]
+// decoderProblem places an error of the second pass: after the first, it
+// can only be a key or table defined twice, which BurntSushi/toml reports
+// as a ParseError with its line; the column is where that line's text
+// starts (the decoder's column points past the key).
+func decoderProblem(data []byte, err error) *decodeProblem {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		return &decodeProblem{line: 1, col: 1, msg: err.Error()}
 	}
-	return strings.Repeat("x", len(raw))
+	line, col := max(pe.Position.Line, 1), 1
+	if starts := lineStarts(data); line <= len(starts) {
+		text := data[starts[line-1]:]
+		col += len(text) - len(bytes.TrimLeft(text, " \t"))
+	}
+	return &decodeProblem{line: line, col: col, key: pe.LastKey, msg: strings.TrimSuffix(pe.Message, ".")}
 }
 
-// standInName is the key a stand-in spells.
-func standInName(s string) string { return strings.Trim(s, `"'`) }
-
-// mapAt returns the map field at path under v (structs, through
-// pointers, which it allocates as the decoder would).
-func mapAt(v reflect.Value, path []string) reflect.Value {
-	for _, seg := range path {
-		for v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				v.Set(reflect.New(v.Type().Elem()))
-			}
-			v = v.Elem()
-		}
-		v = fieldValueByTag(v, seg)
+// tomlKind names a value's TOML type in a message.
+func tomlKind(k unstable.Kind) string {
+	switch k {
+	case unstable.String:
+		return "string"
+	case unstable.Integer:
+		return "integer"
+	case unstable.Float:
+		return "float"
+	case unstable.Bool:
+		return "boolean"
+	case unstable.Array:
+		return "array"
+	case unstable.InlineTable:
+		return "inline table"
+	case unstable.LocalDate:
+		return "local date"
+	case unstable.LocalTime:
+		return "local time"
 	}
-	for v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			v.Set(reflect.New(v.Type().Elem()))
-		}
-		v = v.Elem()
-	}
-	return v
+	return "date-time"
 }
 
-// fieldValueByTag is fieldByTag for a value: the field the decoder fills
-// for key, through embedded structs.
-func fieldValueByTag(v reflect.Value, key string) reflect.Value {
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
-		if f.Anonymous && name == "" {
-			if fv := fieldValueByTag(v.Field(i), key); fv.IsValid() {
-				return fv
-			}
-			continue
-		}
-		if name == key {
-			return v.Field(i)
-		}
+// typeWord names a Go type of the schema in a message.
+func typeWord(t reflect.Type) string {
+	t = indirect(t)
+	switch {
+	case isInt(t.Kind()):
+		return "an integer"
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Slice && indirect(t.Elem()).Kind() == reflect.String:
+		return "an array of strings"
+	case t.Kind() == reflect.Slice && isTable(t.Elem()):
+		return "a list of tables"
+	case t.Kind() == reflect.Slice:
+		return "an array"
+	case t == reflect.TypeFor[time.Time]():
+		return "a date-time"
+	case isTable(t):
+		return "a table"
 	}
-	return reflect.Value{}
+	return t.String()
+}
+
+// article is "an" before a vowel ("an inline table"), else "a".
+func article(word string) string {
+	if word != "" && (word[0] == 'a' || word[0] == 'e' || word[0] == 'i' || word[0] == 'o' || word[0] == 'u') {
+		return "an"
+	}
+	return "a"
+}
+
+func isInt(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uint64
+}
+
+// isAny says whether t takes any value (a freeze's date-times, which the
+// validation reads by their TOML type).
+func isAny(t reflect.Type) bool {
+	return t != nil && t.Kind() == reflect.Interface
 }

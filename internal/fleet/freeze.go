@@ -3,8 +3,15 @@ package fleet
 import (
 	"fmt"
 	"time"
+)
 
-	"github.com/pelletier/go-toml/v2"
+// The time zones BurntSushi/toml gives a TOML local date-time, date and
+// time of day, which have no offset of their own: their names are how a
+// decoded value says which it was.
+const (
+	tomlLocalDateTime = "datetime-local"
+	tomlLocalDate     = "date-local"
+	tomlLocalTime     = "time-local"
 )
 
 // parseFreeze turns a [[policy.freezes]] entry into an instant-to-instant
@@ -55,22 +62,27 @@ func freezeInstant(field string, v any, zone string, loc *time.Location) (time.T
 	case nil:
 		return fail("%s is required: a date-time with an offset, e.g. 2026-12-21T00:00:00Z", field)
 	case time.Time:
+		switch x.Location().String() {
+		case tomlLocalDateTime:
+			local := x.Format("2006-01-02T15:04:05")
+			switch {
+			case zone == "":
+				return fail("%s %s has no offset, so each machine would read it in its own time zone: add one (%sZ or %s+01:00) or set time-zone, e.g. time-zone = \"Europe/Berlin\"", field, local, local, local)
+			case loc == nil:
+				return time.Time{}, nil // the bad time-zone is reported
+			}
+			return time.Date(x.Year(), x.Month(), x.Day(), x.Hour(), x.Minute(), x.Second(), x.Nanosecond(), loc).UTC(), nil
+		case tomlLocalDate:
+			d := x.Format("2006-01-02")
+			return fail("%s %s is a date: a freeze needs a date-time with an offset, e.g. %sT00:00:00Z", field, d, d)
+		case tomlLocalTime:
+			tod := x.Format("15:04:05")
+			return fail("%s %s is a time of day: a freeze needs a date-time with an offset, e.g. 2026-12-21T%sZ", field, tod, tod)
+		}
 		if zone != "" {
 			return fail("%s %s has its own offset and the freeze sets time-zone %q: write a local date-time (%s) or drop time-zone", field, x.Format(time.RFC3339), zone, x.Format("2006-01-02T15:04:05"))
 		}
 		return x.UTC(), nil
-	case toml.LocalDateTime:
-		switch {
-		case zone == "":
-			return fail("%s %s has no offset, so each machine would read it in its own time zone: add one (%sZ or %s+01:00) or set time-zone, e.g. time-zone = \"Europe/Berlin\"", field, x, x, x)
-		case loc == nil:
-			return time.Time{}, nil // the bad time-zone is reported
-		}
-		return x.AsTime(loc).UTC(), nil
-	case toml.LocalDate:
-		return fail("%s %s is a date: a freeze needs a date-time with an offset, e.g. %sT00:00:00Z", field, x, x)
-	case toml.LocalTime:
-		return fail("%s %s is a time of day: a freeze needs a date-time with an offset, e.g. 2026-12-21T%sZ", field, x, x)
 	case string:
 		return fail("%s is a string: write the date-time without quotes, e.g. %s = 2026-12-21T00:00:00Z", field, field)
 	default:

@@ -1,13 +1,11 @@
 package fleet
 
 import (
-	"errors"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
-	"strings"
-
-	"github.com/pelletier/go-toml/v2"
 )
 
 // rawFile is the fleet file as decoded, before validation.
@@ -26,46 +24,93 @@ type rawFile struct {
 // Load reads and validates the fleet file at path. Invalid input returns
 // Problems listing everything wrong with it.
 func Load(path string) (*Fleet, error) {
-	data, err := os.ReadFile(path)
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext is Load that returns when ctx is done (Ctrl-C), even while
+// the file is being parsed.
+func LoadContext(ctx context.Context, path string) (*Fleet, error) {
+	data, err := readCapped(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContext(ctx, path, data)
+}
+
+// readCapped reads a fleet file of at most MaxFileSize bytes.
+func readCapped(path string) ([]byte, error) {
+	file, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read fleet file: %w", err)
 	}
-	return Parse(path, data)
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read fleet file: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(path)
+	}
+	return data, nil
+}
+
+func tooLarge(name string) error {
+	return Problems{{File: name, Line: 1, Column: 1, Message: fmt.Sprintf("the file is larger than %d MB, the most a fleet file may be: is it the fleet file?", MaxFileSize>>20)}}
+}
+
+// ParseContext is Parse that returns ctx's error as soon as ctx is done.
+// Parsing itself cannot stop half-way, so it goes on in the background
+// until it ends (in time linear in the file, at most MaxFileSize); a
+// command returns at once.
+func ParseContext(ctx context.Context, name string, data []byte) (*Fleet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type result struct {
+		f   *Fleet
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := Parse(name, data)
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		return r.f, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read %s: %w", name, context.Cause(ctx))
+	}
 }
 
 // Parse validates data as a fleet file; name is used in messages.
 func Parse(name string, data []byte) (*Fleet, error) {
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(name)
+	}
 	probs := &problemList{file: name, pos: indexPositions(data)}
 
-	var raw rawFile
-	unknown, err := decodeFile(data, &raw)
-	// Every unknown key is reported; the known ones decoded fine, so
-	// validation goes on and reports the rest too.
-	for _, k := range unknown {
-		probs.addAt(k.line, k.col, probs.pos.keyFor(k.line, k.key), "unknown key")
-	}
-	if err != nil {
-		var decErr *toml.DecodeError
-		if errors.As(err, &decErr) {
-			// A syntax or type error stops decoding: nothing after it can
-			// be trusted.
-			line, col := decErr.Position()
-			key, msg := probs.pos.keyFor(line, decErr.Key()), cleanDecodeMessage(decErr.Error())
-			if strings.Contains(decErr.Error(), "OperatorInstall.ValuesYAML ") {
-				// A table where the chart values' YAML goes.
-				key += ".values"
-				msg += ": write the release's chart values as the YAML of a Helm values file, values = '''...'''"
-			}
-			probs.addAt(line, col, key, msg)
-		} else {
-			probs.addAt(1, 1, "", err.Error())
-		}
+	unknown, stop := checkFile(data)
+	if stop != nil {
+		// A syntax or type error stops decoding: nothing after it can
+		// be trusted.
+		probs.addAt(stop.line, stop.col, stop.key, stop.msg)
 		return nil, probs.list.sorted()
 	}
-	// A table in the wrong shape decoded into something the file does not
-	// say (a list of one pool with none of its keys): checking what was
-	// decoded would only add noise, so the shape problems stand alone.
+	// Every unknown key is reported; the known ones decode, so validation
+	// goes on and reports the rest too.
+	for _, k := range unknown {
+		probs.addAt(k.line, k.col, k.key, k.msg)
+	}
+	// A table in the wrong shape would decode into something the file
+	// does not say (a list of one pool with none of its keys): the shape
+	// problems stand alone.
 	if checkShapes(data, probs) {
+		return nil, probs.list.sorted()
+	}
+	var raw rawFile
+	if stop := decodeChecked(data, &raw); stop != nil {
+		probs.addAt(stop.line, stop.col, stop.key, stop.msg)
 		return nil, probs.list.sorted()
 	}
 
@@ -96,61 +141,6 @@ func orEmpty[V any](m map[string]V) map[string]V {
 		return map[string]V{}
 	}
 	return m
-}
-
-// keyFor names a key the decoder reported on line the way the position
-// index does, with array indices.
-func (p positionIndex) keyFor(line int, k toml.Key) string {
-	if len(k) > 0 {
-		if key, ok := p.keyOnLine(line, joinKey("", k[len(k)-1])); ok {
-			return key
-		}
-	}
-	path := ""
-	for _, part := range k {
-		path = joinKey(path, part)
-	}
-	return path
-}
-
-// cleanDecodeMessage turns go-toml's wording into ours.
-func cleanDecodeMessage(msg string) string {
-	msg = strings.TrimPrefix(msg, "toml: ")
-	// "cannot decode TOML string into struct field fleet.Pool.Nodes of type int"
-	if i := strings.Index(msg, " into struct field "); i >= 0 && strings.HasPrefix(msg, "cannot decode TOML ") {
-		got := strings.TrimPrefix(msg[:i], "cannot decode TOML ")
-		want := msg[strings.LastIndex(msg, " of type ")+len(" of type "):]
-		return fmt.Sprintf("wrong type: got %s %s, want %s", article(got), got, typeWord(want))
-	}
-	return msg
-}
-
-// article is "an" before a vowel ("an inline table"), else "a".
-func article(word string) string {
-	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
-		return "an"
-	}
-	return "a"
-}
-
-func typeWord(goType string) string {
-	switch strings.TrimPrefix(goType, "*") {
-	case "int", "int64":
-		return "an integer"
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "[]string":
-		return "an array of strings"
-	}
-	if strings.HasPrefix(goType, "[]") {
-		return "an array"
-	}
-	if strings.HasPrefix(goType, "map[") || strings.Contains(goType, ".") {
-		return "a table"
-	}
-	return goType
 }
 
 // ReleaseNames returns the release names, sorted.

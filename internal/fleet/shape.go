@@ -193,7 +193,7 @@ func lookupFieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
 			}
 			continue
 		}
-		if name == key {
+		if name == key && name != "-" { // "-": a field the file never sets
 			return f.Type, true
 		}
 	}

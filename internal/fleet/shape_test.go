@@ -91,7 +91,7 @@ func TestListOfTablesWrittenAsOneTable(t *testing.T) {
 			name: "one table written as a list",
 			edit: func(s string) string { return strings.Replace(s, "[policy]", "[[policy]]", 1) },
 			want: []string{
-				`f.toml:47:3: policy: cannot store an array table in a struct`,
+				`f.toml:47:3: policy: policy is one table: write [policy], not [[policy]]`,
 			},
 		},
 	}

@@ -74,7 +74,7 @@ var ErrRefused = errors.New("refused")
 // and one commit holding exactly the files gpufleet wrote. Any failure
 // leaves fleet.toml, the rendered files and the git index as they were.
 func Apply(ctx context.Context, o Options) (*Result, error) {
-	f, err := fleet.Load(o.FleetFile)
+	f, err := fleet.LoadContext(ctx, o.FleetFile)
 	if err != nil {
 		return nil, err
 	}

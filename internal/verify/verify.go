@@ -85,7 +85,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	fleetPath := r.path(filepath.Base(o.FleetFile))
 	rep := &Report{Base: base, Revision: rev, FleetFile: fleetPath, Steps: []StepReport{}, Checks: []Check{}, Findings: []Finding{}}
-	head, err := fleet.Load(o.FleetFile)
+	head, err := fleet.LoadContext(ctx, o.FleetFile)
 	var probs fleet.Problems
 	switch {
 	case errors.As(err, &probs):
