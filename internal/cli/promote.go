@@ -102,6 +102,7 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 	}
 	fmt.Fprintf(s.Out, "%s: %s\n", verb, strings.SplitN(res.Message, "\n", 2)[0])
 	fmt.Fprintf(s.Out, "%d rendered file(s) changed\n", len(res.Changes))
+	printRemovals(s.Out, "", res.Step.Removals)
 	// Say what waits next, with the exact name to approve.
 	for _, w := range waits {
 		if w.Approval != "" {
@@ -123,8 +124,10 @@ type PromotionResult struct {
 	Message   string `json:"message"`
 	Committed bool   `json:"committed"`
 	// Changes are the rendered files that changed.
-	Changes  []render.Change   `json:"changes"`
-	Warnings []string          `json:"warnings,omitempty"`
+	Changes  []render.Change `json:"changes"`
+	Warnings []string        `json:"warnings,omitempty"`
+	// Removals are the operators the step took off clusters that ran them.
+	Removals []promote.Removal `json:"removals,omitempty"`
 	Waiting  []WaitingDocument `json:"waiting"`
 }
 
@@ -136,7 +139,7 @@ func promotionResultOf(res *promote.Result, waits []promote.Waiting) PromotionRe
 	return PromotionResult{
 		APIVersion: cliAPIVersion, Kind: "PromotionResult",
 		Summary: strings.SplitN(res.Message, "\n", 2)[0], Message: res.Message, Committed: res.Committed,
-		Changes: changes, Warnings: res.Step.Warnings, Waiting: waitingDocuments(waits),
+		Changes: changes, Warnings: res.Step.Warnings, Removals: res.Step.Removals, Waiting: waitingDocuments(waits),
 	}
 }
 
@@ -536,6 +539,7 @@ func printPlan(out io.Writer, f *fleet.Fleet, p *promote.Plan) {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(out, "\nwarning: %s\n", w)
 	}
+	printRemovals(out, "\n", p.Removals)
 	if len(p.Gate) > 0 {
 		fmt.Fprintf(out, "\ngate first: %s\n", strings.Join(p.Gate, ", "))
 	}
@@ -554,6 +558,15 @@ func printPlan(out io.Writer, f *fleet.Fleet, p *promote.Plan) {
 		}
 	}
 	printObjectDiffs(out, p.Diffs)
+}
+
+// printRemovals says each operator a step takes off clusters, one line
+// each after sep, in the words of the commit message: plan, start and
+// promote (and abort) print the same sentence.
+func printRemovals(out io.Writer, sep string, removals []promote.Removal) {
+	for _, r := range removals {
+		fmt.Fprintf(out, "%sremoval: %s\n", sep, r.Message)
+	}
 }
 
 // printObjectDiffs shows each changed object's unified diff, and names the
