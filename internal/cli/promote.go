@@ -159,7 +159,9 @@ wave's clusters get RELEASE; every other cluster keeps the stable release.
 Refused while another rollout is under way, while an abort is in force
 (until promote ends it), or for an unknown release. A release older than the
 stable one (any of its operators or its driver) is a downgrade: start warns,
-and status never offers it.`,
+and status never offers it. A release with network-operator = "none" takes
+the Network Operator off the clusters it reaches: start says which; one that
+leaves network-operator out while the stable release runs one is refused.`,
 		Example: `  gpufleet start r2026-10
   gpufleet plan start r2026-10     # what it would change, first
   gpufleet start r2026-10 --no-commit -o json`,
@@ -480,7 +482,8 @@ func newPlanCommand(s Streams) *cobra.Command {
 the lines of fleet.toml, per cluster the rendered objects that change (e.g.
 HelmRelease gpu-operator v25.3.4 → v25.10.1), and a unified diff of each
 changed object, as kubectl diff shows it (objects added or removed are
-named; -o json has their whole text). The gate is not run.`,
+named; -o json has their whole text), and each operator the step takes off
+clusters that run it ("removal:"; -o json: removals). The gate is not run.`,
 		Example: `  gpufleet plan start r2026-10
   gpufleet plan promote
   gpufleet plan approve r2026-10/prod-h100`,
