@@ -77,7 +77,7 @@ func ReleaseSpecs(f *fleet.Fleet, files []render.ReleaseFile) ([]ReleaseSpec, er
 				spec.Charts = append(spec.Charts, ChartSpec{Name: "gpu-operator", Version: rel.GPUOperator, Values: v.Values, Clusters: v.Clusters})
 			}
 		}
-		if rel.NetworkOperator != "" {
+		if rel.RunsNetworkOperator() {
 			// Once per distinct values too: clusters adopted with values
 			// of their own.
 			for _, v := range render.NetworkOperatorValueSets(f, rel) {

@@ -102,6 +102,7 @@ func (p *promoteFlags) apply(ctx context.Context, s Streams, m promote.Mutation)
 	}
 	fmt.Fprintf(s.Out, "%s: %s\n", verb, strings.SplitN(res.Message, "\n", 2)[0])
 	fmt.Fprintf(s.Out, "%d rendered file(s) changed\n", len(res.Changes))
+	printRemovals(s.Out, "", res.Step.Removals)
 	// Say what waits next, with the exact name to approve.
 	for _, w := range waits {
 		if w.Approval != "" {
@@ -123,8 +124,10 @@ type PromotionResult struct {
 	Message   string `json:"message"`
 	Committed bool   `json:"committed"`
 	// Changes are the rendered files that changed.
-	Changes  []render.Change   `json:"changes"`
-	Warnings []string          `json:"warnings,omitempty"`
+	Changes  []render.Change `json:"changes"`
+	Warnings []string        `json:"warnings,omitempty"`
+	// Removals are the operators the step took off clusters that ran them.
+	Removals []promote.Removal `json:"removals,omitempty"`
 	Waiting  []WaitingDocument `json:"waiting"`
 }
 
@@ -136,7 +139,7 @@ func promotionResultOf(res *promote.Result, waits []promote.Waiting) PromotionRe
 	return PromotionResult{
 		APIVersion: cliAPIVersion, Kind: "PromotionResult",
 		Summary: strings.SplitN(res.Message, "\n", 2)[0], Message: res.Message, Committed: res.Committed,
-		Changes: changes, Warnings: res.Step.Warnings, Waiting: waitingDocuments(waits),
+		Changes: changes, Warnings: res.Step.Warnings, Removals: res.Step.Removals, Waiting: waitingDocuments(waits),
 	}
 }
 
@@ -156,7 +159,9 @@ wave's clusters get RELEASE; every other cluster keeps the stable release.
 Refused while another rollout is under way, while an abort is in force
 (until promote ends it), or for an unknown release. A release older than the
 stable one (any of its operators or its driver) is a downgrade: start warns,
-and status never offers it.`,
+and status never offers it. A release with network-operator = "none" takes
+the Network Operator off the clusters it reaches: start says which; one that
+leaves network-operator out while the stable release runs one is refused.`,
 		Example: `  gpufleet start r2026-10
   gpufleet plan start r2026-10     # what it would change, first
   gpufleet start r2026-10 --no-commit -o json`,
@@ -477,7 +482,8 @@ func newPlanCommand(s Streams) *cobra.Command {
 the lines of fleet.toml, per cluster the rendered objects that change (e.g.
 HelmRelease gpu-operator v25.3.4 → v25.10.1), and a unified diff of each
 changed object, as kubectl diff shows it (objects added or removed are
-named; -o json has their whole text). The gate is not run.`,
+named; -o json has their whole text), and each operator the step takes off
+clusters that run it ("removal:"; -o json: removals). The gate is not run.`,
 		Example: `  gpufleet plan start r2026-10
   gpufleet plan promote
   gpufleet plan approve r2026-10/prod-h100`,
@@ -536,6 +542,7 @@ func printPlan(out io.Writer, f *fleet.Fleet, p *promote.Plan) {
 	for _, w := range p.Warnings {
 		fmt.Fprintf(out, "\nwarning: %s\n", w)
 	}
+	printRemovals(out, "\n", p.Removals)
 	if len(p.Gate) > 0 {
 		fmt.Fprintf(out, "\ngate first: %s\n", strings.Join(p.Gate, ", "))
 	}
@@ -554,6 +561,15 @@ func printPlan(out io.Writer, f *fleet.Fleet, p *promote.Plan) {
 		}
 	}
 	printObjectDiffs(out, p.Diffs)
+}
+
+// printRemovals says each operator a step takes off clusters, one line
+// each after sep, in the words of the commit message: plan, start and
+// promote (and abort) print the same sentence.
+func printRemovals(out io.Writer, sep string, removals []promote.Removal) {
+	for _, r := range removals {
+		fmt.Fprintf(out, "%sremoval: %s\n", sep, r.Message)
+	}
 }
 
 // printObjectDiffs shows each changed object's unified diff, and names the

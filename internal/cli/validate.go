@@ -142,7 +142,7 @@ func chartVersions(f *fleet.Fleet) int {
 	seen := map[string]bool{}
 	for _, r := range f.Releases {
 		seen["gpu-operator@"+r.GPUOperator] = true
-		if r.NetworkOperator != "" { // a release may run none
+		if r.RunsNetworkOperator() { // a release may run none
 			seen["network-operator@"+r.NetworkOperator] = true
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
@@ -42,8 +43,10 @@ type VersionInfo struct {
 
 // ReleaseVersions are the versions one release of the fleet file holds.
 type ReleaseVersions struct {
-	Release         string `json:"release"`
-	GPUOperator     string `json:"gpuOperator"`
+	Release     string `json:"release"`
+	GPUOperator string `json:"gpuOperator"`
+	// NetworkOperator is empty when the release runs none (network-operator
+	// = "none", or left out).
 	NetworkOperator string `json:"networkOperator"`
 	Driver          string `json:"driver"`
 }
@@ -117,7 +120,11 @@ gpufleet --version prints the first line only.`,
 			if f, err := fleet.Load(o.fleetFile); err == nil {
 				for _, name := range f.ReleaseNames() {
 					r := f.Releases[name]
-					v.Releases = append(v.Releases, ReleaseVersions{Release: name, GPUOperator: r.GPUOperator, NetworkOperator: r.NetworkOperator, Driver: r.Driver})
+					rv := ReleaseVersions{Release: name, GPUOperator: r.GPUOperator, Driver: r.Driver}
+					if r.RunsNetworkOperator() {
+						rv.NetworkOperator = r.NetworkOperator
+					}
+					v.Releases = append(v.Releases, rv)
 				}
 			}
 			if machineFormat(o.output) {
@@ -158,7 +165,7 @@ func printVersion(w io.Writer, v VersionInfo) {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  RELEASE\tGPU OPERATOR\tNETWORK OPERATOR\tDRIVER")
 		for _, r := range v.Releases {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Release, r.GPUOperator, r.NetworkOperator, r.Driver)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Release, r.GPUOperator, cmp.Or(r.NetworkOperator, "none"), r.Driver)
 		}
 		tw.Flush()
 	}

@@ -147,7 +147,7 @@ func TestOperatorInstallProblems(t *testing.T) {
 				return strings.Replace(s, `network-operator = "v26.4.1"`, `network-operator = "26.4"`, 1)
 			},
 			want: []string{
-				`f.toml:7:1: releases.r2.network-operator: "26.4" is not a chart version such as v25.4.0`,
+				`f.toml:7:1: releases.r2.network-operator: "26.4" is not a chart version such as v25.4.0, or "none" for a release that runs no Network Operator`,
 			},
 		},
 	}

@@ -52,6 +52,64 @@ func OFEDVersionForm(networkOperator string) (*regexp.Regexp, string) {
 	return pattern, example
 }
 
+// NoNetworkOperator is what a release's network-operator says when the
+// release runs no Network Operator on purpose: the clusters it reaches lose
+// the one they run.
+const NoNetworkOperator = "none"
+
+// RunsNetworkOperator reports whether the clusters on r run the Network
+// Operator: r names its version, rather than "none" or nothing. Every
+// reader of the release (render, the charts validate loads, the messages)
+// asks this, so that "none" and a release without the key mean the same.
+func (r *Release) RunsNetworkOperator() bool {
+	return r.NetworkOperator != "" && r.NetworkOperator != NoNetworkOperator
+}
+
+// NetworkOperatorLeftOut says why r may not reach the clusters as it is
+// written: it leaves network-operator out while a release the clusters run
+// now (the stable one, or the one being rolled out) runs the Network
+// Operator, which r would remove from every cluster it reaches without a
+// word. "" when r names a version or "none", or no such release runs one
+// (a fleet that never had a Network Operator needs no "none").
+func (f *Fleet) NetworkOperatorLeftOut(r *Release) string {
+	if r == nil || r.NetworkOperator != "" {
+		return ""
+	}
+	for _, name := range f.reachingReleases() {
+		o := f.Releases[name]
+		if o == nil || o == r || !o.RunsNetworkOperator() {
+			continue
+		}
+		role := "the stable release"
+		if name != f.Promotion.Stable {
+			role = "the release being rolled out"
+		}
+		return fmt.Sprintf("network-operator is left out of release %s, but the clusters run network-operator %s (%s, %s): rolling %s out would remove it from every cluster it reaches; name the version to keep, or write network-operator = %q to remove it on purpose",
+			r.Name, o.NetworkOperator, o.Name, role, r.Name, NoNetworkOperator)
+	}
+	return ""
+}
+
+// validateNetworkOperatorKept refuses a rollout whose release leaves
+// network-operator out while the stable release runs the Network Operator
+// (see NetworkOperatorLeftOut; gpufleet start refuses to begin one). An
+// aborted rollout sends its clusters back to the stable release, which
+// removes nothing the stable release runs.
+func (f *Fleet) validateNetworkOperatorKept(probs *problemList) {
+	ro := f.Promotion.Rollout
+	if ro == nil || ro.Aborted {
+		return
+	}
+	r := f.Releases[ro.Release]
+	key := joinKey("releases", ro.Release)
+	if r == nil || probs.pos.has(key+".network-operator") {
+		return // reported by validatePromotion, or as an empty value
+	}
+	if why := f.NetworkOperatorLeftOut(r); why != "" {
+		probs.add(key, "%s", why)
+	}
+}
+
 // checkOFEDDriver checks a release's OFED driver version: it needs the
 // Network Operator, whose NicClusterPolicy carries it, and the form that
 // operator version's webhook accepts.
@@ -59,7 +117,7 @@ func checkOFEDDriver(probs *problemList, key string, r *Release) {
 	if r.OFEDDriver == "" {
 		return
 	}
-	if r.NetworkOperator == "" {
+	if !r.RunsNetworkOperator() {
 		probs.add(key+".ofed-driver", "ofed-driver needs network-operator: the OFED driver is the Network Operator's (its NicClusterPolicy), and the release installs none")
 		return
 	}

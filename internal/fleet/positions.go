@@ -40,6 +40,13 @@ func (p positionIndex) lookup(key string) (line, col int) {
 	return 0, 0
 }
 
+// has reports whether the file spells out key itself (not merely a table
+// above it): what tells `driver = ""` from a release without a driver.
+func (p positionIndex) has(key string) bool {
+	_, ok := p.at[key]
+	return ok
+}
+
 // keyOnLine returns the indexed key on line whose last segment is last:
 // the decoder names keys without array indices ("clusters.a.pools.nodes"),
 // the index knows which element ("clusters.a.pools[1].nodes").

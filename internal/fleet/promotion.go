@@ -166,7 +166,10 @@ func (f *Fleet) Downgrade(release string) []string {
 		{"driver", s.Driver, r.Driver},
 	} {
 		// A release without a Network Operator removes it rather than
-		// going back to an older one.
+		// going back to an older one (see the promotion's removals).
+		if c.what == "network-operator" && !(s.RunsNetworkOperator() && r.RunsNetworkOperator()) {
+			continue
+		}
 		if order, ok := versions.Compare(c.new, c.old); ok && order < 0 {
 			why = append(why, fmt.Sprintf("%s %s < %s", c.what, c.new, c.old))
 		}

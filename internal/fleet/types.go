@@ -89,8 +89,10 @@ const (
 type Release struct {
 	Name string `toml:"-"`
 	// GPUOperator and NetworkOperator are chart versions, e.g. "v25.10.1".
-	// NetworkOperator may be empty: the clusters on such a release run no
-	// Network Operator (render writes none, and removes one it wrote).
+	// NetworkOperator may instead be "none" (NoNetworkOperator), or be left
+	// out where no release the clusters run has one: the clusters on such a
+	// release run no Network Operator (render writes none, and removes one
+	// it wrote). Ask RunsNetworkOperator, never the string.
 	GPUOperator     string `toml:"gpu-operator"`
 	NetworkOperator string `toml:"network-operator"`
 	// Controller is gpufleet-controller's version (its image tag, e.g.

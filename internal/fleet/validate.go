@@ -66,6 +66,7 @@ func (f *Fleet) validate(probs *problemList) {
 	f.validateOFEDActuator(probs)
 	f.validateInstalls(probs)
 	f.validatePromotion(probs)
+	f.validateNetworkOperatorKept(probs)
 	f.validateStack(probs)
 	f.validateGitOps(probs, f.gitops)
 }
@@ -105,17 +106,49 @@ func (f *Fleet) validateCharts(probs *problemList) {
 func (f *Fleet) validateRelease(probs *problemList, r *Release) {
 	key := joinKey("releases", r.Name)
 	checkName(probs, key, "release", r.Name)
-	checkRequired(probs, key, "gpu-operator", r.GPUOperator, chartVersion, "a chart version such as v25.10.1")
-	// The Network Operator is optional: a fleet adopted from clusters that
-	// run none has releases without it.
-	if r.NetworkOperator != "" && !chartVersion.MatchString(r.NetworkOperator) {
-		probs.add(key+".network-operator", "%q is not a chart version such as v25.4.0", r.NetworkOperator)
+	empty := checkEmptyVersions(probs, key, r)
+	if !empty["gpu-operator"] {
+		checkRequired(probs, key, "gpu-operator", r.GPUOperator, chartVersion, "a chart version such as v25.10.1")
 	}
-	checkDriver(probs, key, r)
+	// The Network Operator is optional: a fleet adopted from clusters that
+	// run none has releases without it, and "none" says so on purpose
+	// (validateNetworkOperatorKept says when it must be said).
+	if r.RunsNetworkOperator() && !chartVersion.MatchString(r.NetworkOperator) {
+		probs.add(key+".network-operator", "%q is not a chart version such as v25.4.0, or %q for a release that runs no Network Operator", r.NetworkOperator, NoNetworkOperator)
+	}
+	if !empty["driver"] {
+		checkDriver(probs, key, r)
+	}
 	checkOFEDDriver(probs, key, r)
 	if r.Controller != "" && !chartVersion.MatchString(r.Controller) {
 		probs.add(key+".controller", "%q is not a gpufleet-controller version such as v0.9.0 (the image's tag)", r.Controller)
 	}
+}
+
+// checkEmptyVersions refuses a version key written with an empty value
+// (driver = ""), at the key, and returns the keys it refused. An empty
+// string reads like "unset", yet for network-operator it used to mean
+// "run none", removing the operator from every cluster the release
+// reaches: a removal is written network-operator = "none", and a version
+// is written out.
+func checkEmptyVersions(probs *problemList, key string, r *Release) map[string]bool {
+	driver := "a driver version such as 580.95.05"
+	if r.Precompiled {
+		driver = `a driver branch such as "570" (precompiled = true)`
+	}
+	empty := map[string]bool{}
+	for _, k := range []struct{ name, value, want string }{
+		{"gpu-operator", r.GPUOperator, "the GPU Operator's chart version, such as v25.10.1"},
+		{"network-operator", r.NetworkOperator, fmt.Sprintf("the Network Operator's chart version, such as v25.4.0, or network-operator = %q for a release that runs none (and removes it from the clusters it reaches)", NoNetworkOperator)},
+		{"driver", r.Driver, driver},
+	} {
+		if k.value != "" || !probs.pos.has(key+"."+k.name) {
+			continue
+		}
+		empty[k.name] = true
+		probs.add(key+"."+k.name, "%s is empty: write %s", k.name, k.want)
+	}
+	return empty
 }
 
 // imageRepository is an image reference without tag or digest: host[:port]

@@ -226,6 +226,7 @@ func stepFleet(f *fleet.Fleet, m Mutation) (Step, []byte, *fleet.Fleet, error) {
 	if err != nil {
 		return Step{}, nil, nil, fmt.Errorf("the edited fleet file is invalid (nothing was changed): %w", err)
 	}
+	step.Removals = Removals(f, next)
 	return step, newSrc, next, nil
 }
 
@@ -234,6 +235,9 @@ func message(step Step, gateLine string) string {
 	b.WriteString("gpufleet: " + step.Summary + "\n\n")
 	for _, d := range step.Details {
 		b.WriteString(d + "\n")
+	}
+	for _, r := range step.Removals {
+		b.WriteString("Removal: " + r.Message + ".\n")
 	}
 	for _, w := range step.Warnings {
 		b.WriteString("Warning: " + w + ".\n")

@@ -31,6 +31,9 @@ type Plan struct {
 	Canary string `json:"canary,omitempty"`
 	// Warnings are what the command would warn about, e.g. a downgrade.
 	Warnings []string `json:"warnings,omitempty"`
+	// Removals are the operators the step would take off clusters that
+	// run them now.
+	Removals []Removal `json:"removals,omitempty"`
 	// Diffs are the rendered objects that change, each a unified diff.
 	Diffs []ObjectDiff `json:"diffs"`
 }
@@ -53,7 +56,7 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate, GateRequired: step.GateRequired, Canary: step.Canary, Warnings: step.Warnings, Diffs: ObjectDiffs(before.Files, after.Files)}
+	p := &Plan{Step: step, Summary: step.Summary, FleetLines: lineDiff(string(f.Source), string(newSrc)), Clusters: map[string][]string{}, Gate: step.Gate, GateRequired: step.GateRequired, Canary: step.Canary, Warnings: step.Warnings, Removals: step.Removals, Diffs: ObjectDiffs(before.Files, after.Files)}
 	paths := slices.Sorted(func(yield func(string) bool) {
 		seen := map[string]bool{}
 		for _, o := range []*render.Output{before, after} {

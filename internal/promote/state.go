@@ -22,6 +22,10 @@ type Step struct {
 	// Warnings are told to the person running the command and go into the
 	// commit's body, e.g. that a start is a downgrade.
 	Warnings []string
+	// Removals are the operators the step takes off clusters that run them
+	// now (see Removals); stepFleet fills them in from the edited fleet, so
+	// every command that takes a step, or plans it, has them.
+	Removals []Removal
 	// Gate lists the clusters that must pass the gate first.
 	Gate []string
 	// GateRequired, when set, says why --skip-gate cannot stand in for the
@@ -114,6 +118,9 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 	if err := controllerAlone(f, rel); err != nil {
 		return Step{}, err
 	}
+	if why := f.NetworkOperatorLeftOut(rel); why != "" {
+		return Step{}, errors.New(why)
+	}
 	first := f.Waves[0]
 	next := clone(p)
 	next.Rollout = &fleet.Rollout{Release: release, Wave: first.Name, Stage: entryStage(first)}
@@ -121,7 +128,11 @@ func Start(f *fleet.Fleet, release string) (Step, error) {
 	// Approvals of an earlier attempt at this release are stale.
 	next.Approved = withoutRelease(next.Approved, release)
 	step := Step{Promotion: next, Summary: fmt.Sprintf("start %s at wave %s", release, first.Name)}
-	step.Details = append(step.Details, fmt.Sprintf("Release %s: gpu-operator %s, network-operator %s, driver %s.", release, rel.GPUOperator, rel.NetworkOperator, rel.Driver))
+	netop := fleet.NoNetworkOperator
+	if rel.RunsNetworkOperator() {
+		netop = rel.NetworkOperator
+	}
+	step.Details = append(step.Details, fmt.Sprintf("Release %s: gpu-operator %s, network-operator %s, driver %s.", release, rel.GPUOperator, netop, rel.Driver))
 	if stable := f.Releases[p.Stable]; stable != nil && rel.Controller != stable.Controller {
 		step.Details = append(step.Details, fmt.Sprintf("gpufleet-controller %s → %s, wave by wave with the release (the driver stays %s).", stable.Controller, rel.Controller, rel.Driver))
 	}

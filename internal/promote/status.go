@@ -120,10 +120,11 @@ func nextCommand(f *fleet.Fleet, waits []Waiting) string {
 		return "gpufleet promote (ends the abort once the gate passes: " + gateCommand(f, touchedClusters(f, p)) + ")"
 	case p.Rollout == nil:
 		// A release older than the stable one is never offered: starting
-		// it is a downgrade, which start warns about.
+		// it is a downgrade, which start warns about. Nor is one start
+		// refuses for leaving the Network Operator out.
 		var candidates []string
 		for _, r := range f.ReleaseNames() {
-			if r != p.Stable && len(f.Downgrade(r)) == 0 {
+			if r != p.Stable && len(f.Downgrade(r)) == 0 && f.NetworkOperatorLeftOut(f.Releases[r]) == "" {
 				candidates = append(candidates, r)
 			}
 		}

@@ -59,7 +59,7 @@ func operatorInstalls(c *fleet.Cluster, rel *fleet.Release) []Operator {
 		Deployment: GPUOperatorChart,
 		Adopted:    c.GPUOperator != nil,
 	}}
-	if rel.NetworkOperator != "" {
+	if rel.RunsNetworkOperator() {
 		ops = append(ops, Operator{
 			Chart:      NetworkOperatorChart,
 			Version:    rel.NetworkOperator,

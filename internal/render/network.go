@@ -63,7 +63,7 @@ const rdmaSharedDeviceConfig = `{
 // an OFED driver leaves the network side as it is: no NicClusterPolicy is
 // written, and one written before is kept (see nicClusterPolicy).
 func writesNicClusterPolicy(p clusterPlan) bool {
-	return p.release.NetworkOperator != "" && p.release.OFEDDriver != "" && p.cluster.ManagesNICs()
+	return p.release.RunsNetworkOperator() && p.release.OFEDDriver != "" && p.cluster.ManagesNICs()
 }
 
 // networkObjects are the NicClusterPolicy of p's cluster, when it has one
