@@ -9,7 +9,7 @@ export GPUFLEET_TESTBIN := $(abspath $(TESTBIN))
 # run the CLI in-process find it through this).
 export GPUFLEET_SOPS := $(abspath $(TESTBIN))/sops
 
-.PHONY: all build release test test-unit lint bench bench-peer generate verify-generate testbin soak-sim chaos fuzz clean
+.PHONY: all build release test test-unit golden lint bench bench-peer generate verify-generate testbin soak-sim chaos fuzz clean
 
 all: build
 
@@ -34,6 +34,14 @@ testbin:
 ## GPUFLEET_TEST_JOBS packages at once (default 4). Each phase's time is printed at the end.
 test:
 	GO=$(GO) MAKE=$(MAKE) bash hack/test.sh
+
+## golden: rewrite every golden file (render's trees, the simulator's transcripts, lint's corpus,
+## init's fleet files, the commands' JSON) from the code as it is; review `git diff` before committing.
+## Some need the testbed (init on live clusters), so build it first.
+GOLDEN_PKGS := ./internal/render/ ./internal/sim/ ./internal/lint/ ./internal/adopt/ ./internal/cli/
+golden: testbin
+	$(GO) test -count=1 $(GOLDEN_PKGS) -args -update
+	@git status --short -- $(GOLDEN_PKGS)
 
 ## test-unit: the tests that need no testbed (fast)
 test-unit:
@@ -85,9 +93,10 @@ chaos: testbin
 	GPUFLEET_CHAOS_SEEDS=$(CHAOS_SEEDS) GPUFLEET_CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 120m -v \
 	  -run 'TestControllerChaos|TestLeaderElectionHandover' ./internal/controller/
 
-## fuzz: fuzz the fleet-file parser, and render over what it accepts, for a minute each
+## fuzz: fuzz the fleet-file parser, its first pass against the decoder, and render over what it accepts, for a minute each
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./internal/fleet/
+	$(GO) test -run '^$$$$' -fuzz FuzzDecode -fuzztime 60s ./internal/fleet/
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 60s ./internal/render/
 
 clean:
