@@ -96,7 +96,7 @@ chaos: testbin
 ## fuzz: fuzz the fleet-file parser, its first pass against the decoder, and render over what it accepts, for a minute each
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./internal/fleet/
-	$(GO) test -run '^$$$$' -fuzz FuzzDecode -fuzztime 60s ./internal/fleet/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./internal/fleet/
 	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 60s ./internal/render/
 
 clean:
