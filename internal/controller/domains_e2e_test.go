@@ -78,7 +78,7 @@ func TestDomainMovesAsOne(t *testing.T) {
 		}
 		return true, ""
 	})
-	time.Sleep(4 * time.Second)
+	morePasses(t, ns, 3)
 	for name, ph := range phases(t, nodes) {
 		n := getNode(t, name)
 		if name == nodes[0] && ph != string(v1alpha1.NodeDraining) || name != nodes[0] && ph != string(v1alpha1.NodeSoaking) || !n.Spec.Unschedulable {

@@ -85,7 +85,7 @@ func TestCanaryApprovalMetricsEvents(t *testing.T) {
 	t.Run("wrong approval changes nothing and says so", func(t *testing.T) {
 		edit(t, "canary", func(ro *v1alpha1.DriverRollout) { ro.Spec.Approval = "canry" })
 		waitEvent(t, "canary", "ApprovalRejected", `"canry"`)
-		time.Sleep(2 * time.Second)
+		morePasses(t, "canary", 2)
 		ph := phases(t, nodes)
 		for _, n := range nodes[1:] {
 			if ph[n] != "" {
@@ -122,7 +122,7 @@ func TestCanaryApprovalMetricsEvents(t *testing.T) {
 	})
 	t.Run("status is not rewritten when nothing changes", func(t *testing.T) {
 		rv := getRollout(t, "canary").ResourceVersion
-		time.Sleep(3 * time.Second)
+		morePasses(t, "canary", 2)
 		if got := getRollout(t, "canary").ResourceVersion; got != rv {
 			t.Errorf("rollout rewritten while idle: resourceVersion %s → %s", rv, got)
 		}
@@ -178,7 +178,7 @@ func TestWindow(t *testing.T) {
 	create(t, ro)
 	t.Run("closed window touches nothing", func(t *testing.T) {
 		ro := waitPhase(t, "window", v1alpha1.PhaseOutsideWindow, 10*time.Second)
-		time.Sleep(2 * time.Second)
+		morePasses(t, "window", 2)
 		assertUntouched(t, nodes, oldDriver)
 		if c := findCondition(ro, v1alpha1.ConditionOutsideWindow); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("OutsideWindow condition %+v", c)
@@ -237,7 +237,7 @@ func TestBadDriverStopsAtCanary(t *testing.T) {
 	if got := metricValue(t, metrics.Registry, `gpufleet_rollout_failure_budget_remaining{rollout="badcanary"}`); got != 2 {
 		t.Errorf("budget remaining metric = %g, want 2", got)
 	}
-	time.Sleep(time.Second)
+	morePasses(t, "badcanary", 2)
 	assertUntouched(t, nodes[1:], oldDriver)
 }
 
@@ -346,7 +346,7 @@ func TestBudgetPauseAbort(t *testing.T) {
 			t.Errorf("BudgetExhausted condition %+v", c)
 		}
 		waitNodePhase(t, nodes[0], v1alpha1.NodeRolledBack, 30*time.Second)
-		time.Sleep(time.Second)
+		morePasses(t, "budget", 2)
 		assertUntouched(t, nodes[1:], oldDriver)
 	})
 	t.Run("pause stops new starts", func(t *testing.T) {
@@ -359,7 +359,7 @@ func TestBudgetPauseAbort(t *testing.T) {
 		edit(t, "pause", func(ro *v1alpha1.DriverRollout) { ro.Spec.Paused = true })
 		waitNodePhase(t, nodes[0], v1alpha1.NodeDone, 20*time.Second)
 		waitPhase(t, "pause", v1alpha1.PhasePaused, 10*time.Second)
-		time.Sleep(2 * time.Second)
+		morePasses(t, "pause", 2)
 		assertUntouched(t, nodes[1:], oldDriver)
 		edit(t, "pause", func(ro *v1alpha1.DriverRollout) { ro.Spec.Paused = false })
 		waitFor(t, 10*time.Second, "next node started after unpausing", func() (bool, string) {
@@ -617,9 +617,9 @@ func TestDrainWaitsForJobs(t *testing.T) {
 		pod := slowPod(t, ns, "train-0", nodes[0], 0, job)
 		create(t, rollout(ns, time.Minute))
 		waitNodePhase(t, nodes[0], v1alpha1.NodeDraining, 20*time.Second)
-		// Several drain retries (the suite's is short) while it runs: the
+		// Several passes, each retrying the drain, while it runs: the
 		// node waits, cordoned, and the job is left alone.
-		time.Sleep(3 * time.Second)
+		morePasses(t, ns, 3)
 		n := getNode(t, nodes[0])
 		if ph := n.Labels[v1alpha1.LabelPhase]; ph != string(v1alpha1.NodeDraining) || !n.Spec.Unschedulable {
 			t.Fatalf("while its job runs the node is %s, unschedulable %t; want Draining and cordoned", ph, n.Spec.Unschedulable)

@@ -102,7 +102,7 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 		t.Errorf("joins-cordoned: unschedulable %t, admin-cordoned mark %q; want the cordon kept and recorded", n.Spec.Unschedulable, n.Annotations[v1alpha1.AnnotationAdminCordoned])
 	}
 	// The quarantined node is selected and seen by every pass since.
-	time.Sleep(2 * time.Second)
+	morePasses(t, "joins", 2)
 	if q := getNode(t, "joins-quarantined"); q.Labels[v1alpha1.LabelDriver] != "" || q.Labels[v1alpha1.LabelRollout] != "" {
 		t.Errorf("the quarantined node was taken: %v", q.Labels)
 	}

@@ -20,6 +20,7 @@ type Metrics struct {
 	evictions    *prometheus.CounterVec
 	healthErrors *prometheus.CounterVec
 	joins        *prometheus.CounterVec
+	passes       *prometheus.CounterVec
 }
 
 var nodePhases = []v1alpha1.NodePhase{
@@ -71,6 +72,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gpufleet_rollout_nodes_joined_total",
 			Help: "Nodes found without a driver label and labelled at once, by the driver they got: the one they run, the rollout's target or its previous version.",
 		}, []string{"rollout", "driver"}),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpufleet_rollout_passes_total",
+			Help: "Passes completed for a DriverRollout: observed, planned, acted on and its status written. A rollout whose count stands still is not being reconciled.",
+		}, []string{"rollout"}),
 	}
 	var errs []error
 	m.nodes = register(reg, m.nodes, &errs)
@@ -81,6 +86,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.evictions = register(reg, m.evictions, &errs)
 	m.healthErrors = register(reg, m.healthErrors, &errs)
 	m.joins = register(reg, m.joins, &errs)
+	m.passes = register(reg, m.passes, &errs)
 	return m, errors.Join(errs...)
 }
 
@@ -137,6 +143,13 @@ func (m *Metrics) transition(rollout string, t planner.Transition) {
 	}
 }
 
+// passDone counts a completed pass (see Reconcile).
+func (m *Metrics) passDone(rollout string) {
+	if m != nil {
+		m.passes.WithLabelValues(rollout).Inc()
+	}
+}
+
 func (m *Metrics) eviction(result string) {
 	if m != nil {
 		m.evictions.WithLabelValues(result).Inc()
@@ -157,7 +170,7 @@ func (m *Metrics) forget(rollout string) {
 	for _, v := range []*prometheus.GaugeVec{m.nodes, m.phase, m.budgetLeft} {
 		v.DeletePartialMatch(prometheus.Labels{"rollout": rollout})
 	}
-	for _, v := range []*prometheus.CounterVec{m.failures, m.transitions, m.healthErrors, m.joins} {
+	for _, v := range []*prometheus.CounterVec{m.failures, m.transitions, m.healthErrors, m.joins, m.passes} {
 		v.DeletePartialMatch(prometheus.Labels{"rollout": rollout})
 	}
 }

@@ -197,15 +197,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		st.ControllerVersion = cmp.Or(r.Version, before.Status.ControllerVersion)
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSuperseded)
 		r.Metrics.observeStatus(ro, &st, int(ro.Spec.FailureBudget))
-		if equality.Semantic.DeepEqual(before.Status, st) {
-			return
+		if !equality.Semantic.DeepEqual(before.Status, st) {
+			ro.Status = st
+			if err := r.Client.Status().Patch(ctx, ro, client.MergeFrom(before)); err != nil {
+				retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
+				return
+			}
+			r.statusEvents(before, ro)
 		}
-		ro.Status = st
-		if err := r.Client.Status().Patch(ctx, ro, client.MergeFrom(before)); err != nil {
-			retErr = errors.Join(retErr, fmt.Errorf("patch status: %w", err))
-			return
-		}
-		r.statusEvents(before, ro)
+		r.Metrics.passDone(ro.Name)
 	}()
 
 	// Observe and plan.
