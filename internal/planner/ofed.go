@@ -10,38 +10,10 @@ import (
 )
 
 // The OFED driver in the GPU driver's maintenance (spec.ofed, gpufleet
-// actuator only). The Network Operator replaces a node's OFED pod through
-// its own upgrade controller (k8s-operator-libs, driver name "ofed"), which
-// takes a node past upgrade-required only without the skip label
-// (v1alpha1.LabelOFEDUpgradeSkip); render turns that controller's drain off.
-// So the planner holds every selected node with the skip label, and a
-// node's maintenance is, with one cordon and one drain:
-//
-//	Draining     as for the GPU driver alone (the hold stays)
-//	Installing   where the node's OFED is not the target: the hold is
-//	             released and the Network Operator restarts the OFED pod
-//	             (the node is cordoned already, so it leaves it cordoned);
-//	             once the pod runs the target, is Ready, the node says
-//	             mofed.wait=false and upgrade-done, the hold goes back on
-//	             and the GPU driver label flips to the target, or, where it
-//	             is the target already and GPUDirect RDMA is used, the
-//	             driver pod is restarted so nvidia_peermem loads against the
-//	             new OFED; then the driver pod Ready (its peermem container
-//	             with it) as for the GPU driver alone
-//	Validating … as for the GPU driver alone
-//
-// Rolling back: the GPU driver goes back as always. Once the
-// NicClusterPolicy names the previous OFED again (render writes it so under
-// abort), a node's OFED goes back too: its hold is released and the Network
-// Operator restores it: the OFED DaemonSet has one version for the
-// cluster, so a node cannot have the previous one back on its own. Until
-// then, a node whose new OFED works (Ready on the target: the GPU driver
-// or the soak failed) keeps it, and runs the previous GPU driver against
-// it, its driver pod restarted where the old one was loaded before that
-// OFED; one whose new OFED does not work stays RollingBack, released, and
-// is quarantined when the rollback times out. A node that failed before
-// its OFED was released keeps the previous OFED and rolls back as without
-// spec.ofed.
+// actuator only): every selected node is held with the Network Operator's
+// skip label; Installing releases the hold where the node's OFED is not
+// the target, and flips the GPU driver once the new OFED is Ready. Why, and
+// the rollback: docs/design/ofed-maintenance.md.
 
 // ofed reports whether the rollout holds its nodes' OFED (spec.ofed).
 func (p *planner) ofed() bool { return p.spec.OFED != nil && !p.operator() }

@@ -30,35 +30,11 @@ func operatorActuated(p clusterPlan) bool {
 // a new NVIDIADriver's DaemonSet starting on every node at once.
 func OperatorNVIDIADriverName(pool string) string { return pool }
 
-// upgradePolicy is the operator's DriverUpgradePolicySpec
-// (k8s-operator-libs api/upgrade/v1alpha1) for policy pol: as the chart's
-// driver.upgradePolicy values (chart = true: the chart calls pod deletion
-// gpuPodDeletion) or as NVIDIADriver.spec.upgradePolicy (v26.7 on). It is
-// the one place that writes the operator's upgrade policy, for the
-// ClusterPolicy and the NVIDIADrivers alike.
-//
-// On the gpufleet actuator it is autoUpgrade false alone. On the
-// gpu-operator actuator every field is written (the chart's template
-// dereferences drain, gpuPodDeletion and waitForCompletion, and the
-// operator, v25.3.4 controllers/upgrade_controller.go, dereferences drain
-// without a nil check), and autoUpgrade is moving: true only while the
-// cluster's DriverRollout moves the driver (clusterPlan.movesDriver).
-// Between rollouts nothing holds the nodes: the controller holds them with
-// the skip label only once the lifecycle step has applied a DriverRollout,
-// and on adoption the first apply must change nothing that runs, while the
-// chart's default, and from v26.7 an NVIDIADriver's, is autoUpgrade true.
-// A rollout turns it on in the same render that changes the driver, under
-// the holds of the DriverRollout already in place.
-//
-// The numbers are gpufleet's own: maxParallelUpgrades is parallel-nodes;
-// maxUnavailable the same count or percentage (the operator rounds a
-// percentage up where gpufleet rounds it down, so gpufleet's limit is the
-// one that binds); the GPU pods are deleted (force and deleteEmptyDir, as
-// gpufleet's own eviction does) within drain-timeout, and the operator's
-// drain, which evicts, is on only for what evict asks beyond the pods that
-// request a GPU: every pod with evict = "all", the pods gpu-pod-selector
-// matches (its podSelector) with the default; the jobs wait-for-pods names
-// are waited for, wait-timeout at most, as gpufleet's actuator waits.
+// upgradePolicy is the operator's DriverUpgradePolicySpec for policy pol,
+// as chart values (chart = true) or as NVIDIADriver.spec.upgradePolicy: the
+// one place that writes it. On the gpufleet actuator it is autoUpgrade
+// false; on the gpu-operator actuator every field, with gpufleet's numbers,
+// and autoUpgrade true only while moving. Why: docs/design/operator-upgrade-policy.md.
 func upgradePolicy(pol *fleet.Policy, moving, chart bool) map[string]any {
 	if pol == nil || pol.Actuator != v1alpha1.ActuatorGPUOperator {
 		return map[string]any{"autoUpgrade": false}
