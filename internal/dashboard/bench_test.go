@@ -5,6 +5,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -131,9 +132,12 @@ func BenchmarkDashboard200x100(b *testing.B) {
 	// The page, as a browser that opens it gets it.
 	rec := httptest.NewRecorder()
 	t0 := time.Now()
-	d.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	d.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost/", nil))
 	pageTime, pageSize := time.Since(t0), rec.Body.Len()
-	req := httptest.NewRequest("GET", "/", nil)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("GET / answered %d:\n%s", rec.Code, rec.Body)
+	}
+	req := httptest.NewRequest("GET", "http://localhost/", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	rec = httptest.NewRecorder()
 	d.Handler().ServeHTTP(rec, req)

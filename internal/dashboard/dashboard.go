@@ -21,6 +21,8 @@ import (
 type Dashboard struct {
 	o    Options
 	page *pageTemplates
+	// allowed are o.AllowedHosts as the Host check compares them.
+	allowed []string
 
 	mu sync.Mutex
 	// The fleet file as last read well, the repository's HEAD, and what
@@ -67,7 +69,15 @@ func New(o Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dashboard{o: o, page: page, watches: map[string]*clusterWatch{}, entries: map[string]*entry{}, subs: map[chan struct{}]struct{}{}}
+	var allowed []string
+	for _, h := range o.AllowedHosts {
+		n, err := ParseAllowedHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("allowed host: %w", err)
+		}
+		allowed = append(allowed, n)
+	}
+	d := &Dashboard{o: o, page: page, allowed: allowed, watches: map[string]*clusterWatch{}, entries: map[string]*entry{}, subs: map[chan struct{}]struct{}{}}
 	f, err := fleet.Load(o.FleetFile)
 	if err != nil {
 		return nil, err

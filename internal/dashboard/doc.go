@@ -23,6 +23,10 @@
 // cluster that answers while a watch failed lately is shown with a warning
 // that what it shows may be stale.
 //
+// It answers only the Host names it is known by (loopback, the listen
+// address's, Options.AllowedHosts) and 421 to any other, so that a page of
+// another origin cannot read it through DNS rebinding (hostcheck.go).
+//
 // It writes nothing: no cluster object, no git commit, no file. It reads
 // the fleet file and the repository's HEAD again when they change, so a
 // promotion committed beside it shows within seconds.

@@ -33,6 +33,12 @@ type Options struct {
 	// FleetPoll is how often the fleet file and the repository's HEAD are
 	// looked at for changes. DefaultFleetPoll when 0.
 	FleetPoll time.Duration
+	// AllowedHosts are the names and addresses, beyond loopback, that the
+	// page answers in a request's Host (a port in them is ignored): the
+	// listen address's (ListenHosts) and a reverse proxy's. A request with
+	// any other Host gets 421, so that a page of another origin cannot
+	// read the dashboard through DNS rebinding.
+	AllowedHosts []string
 	// Explain, when set, is asked why a cluster that is not converged is
 	// not; its answer is shown under the cluster. Nil shows nothing.
 	Explain Explainer

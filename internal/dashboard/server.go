@@ -18,7 +18,9 @@ import (
 
 // Handler serves the page (/), its live stream (/events), its script and
 // style (/assets/) and the same data as JSON (/api/clusters, /api/stats).
-// It answers GET and HEAD only: the dashboard changes nothing.
+// It answers GET and HEAD only: the dashboard changes nothing. It answers
+// only requests whose Host is loopback or one of Options.AllowedHosts
+// (checkHost), on every route.
 func (d *Dashboard) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
@@ -27,7 +29,7 @@ func (d *Dashboard) Handler() http.Handler {
 	mux.HandleFunc("GET /events", d.serveEvents)
 	mux.HandleFunc("GET /api/clusters", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, d.Views()) })
 	mux.HandleFunc("GET /api/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, d.Stats()) })
-	return mux
+	return checkHost(mux, d.allowed)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
