@@ -16,8 +16,8 @@ import (
 	"github.com/gpufleet/gpufleet/internal/gitops"
 )
 
-// A cluster on Argo CD (gitops.ArgoCD, argoCDRenderer) gets the same three steps as
-// on Flux, ordered in Argo CD's terms.
+// A cluster on Argo CD (gitops.ArgoCD, rendered by argoCDRenderer) gets
+// the same three steps as on Flux, ordered in Argo CD's terms.
 //
 // Why one Application with sync waves, not an Application per step: Argo
 // CD has no dependsOn between Applications. Child Applications under a
