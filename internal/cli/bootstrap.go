@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
 
@@ -60,25 +61,41 @@ func (o *bootstrapOptions) run(ctx context.Context, out, errOut io.Writer) error
 	if !ok {
 		return withCode(ExitUsage, fmt.Errorf("unknown cluster %q (clusters: %s)", o.cluster, orList(f.ClusterNames())))
 	}
-	if f.EngineFor(o.cluster) == fleet.EngineArgoCD {
-		b, err := render.ArgoCDRootApplication(f, o.cluster)
-		if err != nil {
-			return err
-		}
-		if _, err := out.Write(b); err != nil {
-			return err
-		}
-		fmt.Fprintf(errOut, "# apply it once to cluster %s (context %s): Argo CD then applies %s itself\n",
-			o.cluster, contextOf(c), render.ClusterDir(o.cluster)+"/"+render.ArgoCDDir)
-		return nil
-	}
+	return bootstrappers.For(f.EngineFor(o.cluster))(f, c, out, errOut)
+}
+
+// bootstrapper prints what a person applies once to put cluster c under
+// its GitOps engine: to out what is applied, to errOut how.
+type bootstrapper func(f *fleet.Fleet, c *fleet.Cluster, out, errOut io.Writer) error
+
+// bootstrappers are the engines' bootstrappers.
+var bootstrappers = gitops.Implementations[bootstrapper](fluxBootstrap, argoCDBootstrap)
+
+// fluxBootstrap prints the flux bootstrap command whose Kustomization
+// applies the cluster's folder.
+func fluxBootstrap(f *fleet.Fleet, c *fleet.Cluster, out, _ io.Writer) error {
 	url := f.GitOps.Repository
 	if url == "" {
 		url = "<the fleet repository's URL>"
 	}
-	_, err = fmt.Fprintf(out, "flux bootstrap git --context=%s --url=%s --branch=%s --path=%s\n",
-		contextOf(c), url, f.GitOps.Branch, render.ClusterDir(o.cluster))
+	_, err := fmt.Fprintf(out, "flux bootstrap git --context=%s --url=%s --branch=%s --path=%s\n",
+		contextOf(c), url, f.GitOps.Branch, render.ClusterDir(c.Name))
 	return err
+}
+
+// argoCDBootstrap prints the cluster's root Application, as render
+// writes it.
+func argoCDBootstrap(f *fleet.Fleet, c *fleet.Cluster, out, errOut io.Writer) error {
+	b, err := render.ArgoCDRootApplication(f, c.Name)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(b); err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "# apply it once to cluster %s (context %s): Argo CD then applies %s itself\n",
+		c.Name, contextOf(c), render.ClusterDir(c.Name)+"/"+render.ArgoCDDir)
+	return nil
 }
 
 // contextOf is the kubeconfig context of cluster c.

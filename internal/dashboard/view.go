@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/promote"
 )
@@ -20,8 +20,8 @@ type ClusterView struct {
 	Name    string `json:"name"`
 	Wave    string `json:"wave"`
 	Context string `json:"context"`
-	// Engine is the cluster's GitOps engine, as the fleet file says
-	// (fleet.EngineFlux or fleet.EngineArgoCD).
+	// Engine is the cluster's GitOps engine, as the fleet file says: its
+	// name there (gitops.Engine.Name).
 	Engine string `json:"engine"`
 	// Release and State are promote's (`gpufleet status`): the release
 	// the fleet file gives the cluster and where the promotion has it.
@@ -61,10 +61,7 @@ func (v *ClusterView) Converged() bool { return v.Reachable && v.Verdict == gate
 
 // EngineName is the cluster's GitOps engine as the page heads its checks.
 func (v *ClusterView) EngineName() string {
-	if v.Engine == fleet.EngineArgoCD {
-		return "Argo CD"
-	}
-	return "Flux"
+	return gitops.Or(gitops.For(v.Engine)).Title()
 }
 
 // GitOpsChecks are the gate's checks of the GitOps engine's objects (Flux

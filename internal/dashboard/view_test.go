@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 )
 
 func node(name string, st v1alpha1.NodeState, extra map[string]string) corev1.Node {
@@ -196,7 +196,7 @@ func TestCardHeadsTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for engine, want := range map[string]string{fleet.EngineArgoCD: "<h4>Argo CD</h4>", fleet.EngineFlux: "<h4>Flux</h4>", "": "<h4>Flux</h4>"} {
+	for engine, want := range map[string]string{gitops.NameArgoCD: "<h4>Argo CD</h4>", gitops.NameFlux: "<h4>Flux</h4>", "": "<h4>Flux</h4>"} {
 		v := &ClusterView{Name: "c", Reachable: true, Verdict: gate.Fail, Engine: engine,
 			Checks: []gate.Check{{Name: gate.ApplicationCheck("gpu-stack"), Status: gate.Fail, Observed: "OutOfSync"}}}
 		var buf bytes.Buffer

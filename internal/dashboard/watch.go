@@ -120,7 +120,7 @@ func (w *clusterWatch) base(f *fleet.Fleet) *ClusterView {
 	cs := w.d.clusterStatus(w.name)
 	v := &ClusterView{Name: w.name, Wave: cs.Wave, Context: w.context, Release: cs.Release, State: cs.State, Waiting: w.d.clusterWaits(w.name)}
 	if f != nil {
-		v.Engine = f.EngineFor(w.name)
+		v.Engine = f.EngineFor(w.name).Name()
 	}
 	return v
 }

@@ -22,8 +22,27 @@ import (
 
 var apiApplication = gate.KindApplication.GVK.GroupVersion().String()
 
-// argoCD says the cluster is on Argo CD: the gate judges Applications.
-func (w *walker) argoCD() bool { return len(w.e.Applications) > 0 }
+// argoCDLinks are the links of a cluster on Argo CD: its Applications.
+type argoCDLinks struct{}
+
+// observe: the gate reads the Applications; nothing more is needed.
+func (argoCDLinks) observe(*Observed, gate.Expected, getFunc) error { return nil }
+
+func (argoCDLinks) links(w *walker) { w.applications() }
+
+// notApplied: Application gpu-stack applies every step, each in its wave.
+func (argoCDLinks) notApplied(w *walker, step string) (string, bool) {
+	if !w.stackNotApplied() {
+		return "", false
+	}
+	return "Application " + render.ArgoCDStackApp + ", which applies it in the " + step + " wave, has not applied the revision", true
+}
+
+// applyCommand: a refresh of Application gpu-stack; its automated sync
+// then applies what changed.
+func (argoCDLinks) applyCommand(string) string {
+	return fmt.Sprintf("kubectl -n %s annotate application %s argocd.argoproj.io/refresh=normal --overwrite", gate.ArgoCDNamespace, render.ArgoCDStackApp)
+}
 
 // applications judges each Application of the cluster in chain order.
 func (w *walker) applications() {

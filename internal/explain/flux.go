@@ -24,6 +24,67 @@ var (
 	apiHelmRelease   = gate.KindHelmRelease.GVK.GroupVersion().String()
 )
 
+// fluxLinks are the links of a cluster on Flux: the GitRepository its
+// Kustomizations apply from, then each Kustomization.
+type fluxLinks struct{}
+
+// observe reads the sources the Kustomizations name, and the
+// Kustomizations they depend on that are not the cluster's own; Flux's
+// bootstrap source where no Kustomization names one.
+func (fluxLinks) observe(o *Observed, e gate.Expected, get getFunc) error {
+	var err error
+	for _, name := range e.Kustomizations {
+		k := o.Kustomizations[name]
+		if k == nil {
+			continue
+		}
+		if ref := sourceOf(k); ref.Kind == "GitRepository" {
+			key := ref.Namespace + "/" + ref.Name
+			if _, done := o.Sources[key]; !done {
+				if o.Sources[key], err = get(gvkGitRepository, ref.Namespace, ref.Name); err != nil {
+					return err
+				}
+			}
+		}
+		for _, d := range dependsOn(k) {
+			if d.Namespace == fluxNamespace && slices.Contains(e.Kustomizations, d.Name) {
+				continue
+			}
+			key := d.Namespace + "/" + d.Name
+			if _, done := o.Dependencies[key]; !done {
+				if o.Dependencies[key], err = get(gate.KindKustomization.GVK, d.Namespace, d.Name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(o.Sources) == 0 {
+		// No Kustomization to name it: Flux's bootstrap source.
+		if o.Sources[fluxNamespace+"/"+fluxNamespace], err = get(gvkGitRepository, fluxNamespace, fluxNamespace); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (fluxLinks) links(w *walker) {
+	w.sources()
+	w.kustomizations()
+}
+
+// notApplied: each step has its Kustomization.
+func (fluxLinks) notApplied(w *walker, step string) (string, bool) {
+	if !w.stepNotOK(step) {
+		return "", false
+	}
+	return "the " + step + " Kustomization, which applies it, is not ok", true
+}
+
+// applyCommand: Flux's reconcile of the step's Kustomization.
+func (fluxLinks) applyCommand(step string) string {
+	return "flux reconcile kustomization " + step + " --with-source"
+}
+
 // sourceRefs are the sources the cluster's Kustomizations name, in chain
 // order; Flux's bootstrap source when none is read.
 func (w *walker) sourceRefs() []ref {

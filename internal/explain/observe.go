@@ -3,7 +3,6 @@ package explain
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,37 +63,8 @@ func observe(ctx context.Context, c client.Reader, e gate.Expected) (Observed, e
 			return nil, fmt.Errorf("read %s %s/%s: %w", gvk.Kind, ns, name, err)
 		}
 	}
-	for _, name := range e.Kustomizations {
-		k := g.Kustomizations[name]
-		if k == nil {
-			continue
-		}
-		if ref := sourceOf(k); ref.Kind == "GitRepository" {
-			key := ref.Namespace + "/" + ref.Name
-			if _, done := o.Sources[key]; !done {
-				if o.Sources[key], err = get(gvkGitRepository, ref.Namespace, ref.Name); err != nil {
-					return o, err
-				}
-			}
-		}
-		for _, d := range dependsOn(k) {
-			if d.Namespace == fluxNamespace && slices.Contains(e.Kustomizations, d.Name) {
-				continue
-			}
-			key := d.Namespace + "/" + d.Name
-			if _, done := o.Dependencies[key]; !done {
-				if o.Dependencies[key], err = get(gate.KindKustomization.GVK, d.Namespace, d.Name); err != nil {
-					return o, err
-				}
-			}
-		}
-	}
-	if len(o.Sources) == 0 && len(e.Applications) == 0 {
-		// No Kustomization to name it: Flux's bootstrap source (a cluster
-		// on Argo CD has none).
-		if o.Sources[fluxNamespace+"/"+fluxNamespace], err = get(gvkGitRepository, fluxNamespace, fluxNamespace); err != nil {
-			return o, err
-		}
+	if err := gitopsLinksFor(e).observe(&o, e, get); err != nil {
+		return o, err
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(e.GPUOperatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": driverPodComponent}); err != nil {

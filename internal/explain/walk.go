@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // Walk judges what was read from a cluster against what it should run, link
@@ -26,12 +25,7 @@ func Walk(f *fleet.Fleet, e gate.Expected, o Observed) *Answer {
 		a.Release, a.Driver = e.Release.Name, e.Release.Driver
 	}
 	w.a = a
-	if w.argoCD() {
-		w.applications()
-	} else {
-		w.sources()
-		w.kustomizations()
-	}
+	gitopsLinksFor(e).links(w)
 	w.operators()
 	w.controllerLink()
 	w.gpuOperator()
@@ -74,32 +68,22 @@ func (w *walker) stepNotOK(name string) bool {
 	return false
 }
 
-// blockedBy marks l blocked when the Kustomization that applies its object
-// is not ok (on Argo CD: when Application gpu-stack, which applies every
-// step, has not applied the revision), saying so.
+// blockedBy marks l blocked when the GitOps engine's object that applies
+// its object (the step's Kustomization on Flux, Application gpu-stack on
+// Argo CD) has not applied it, saying so.
 func (w *walker) blockedBy(l *Link, step string) {
 	if l.State != BrokenState {
 		return
 	}
-	switch {
-	case w.argoCD() && w.stackNotApplied():
+	if why, ok := gitopsLinksFor(w.e).notApplied(w, step); ok {
 		l.State = Blocked
-		l.Message += " (Application " + render.ArgoCDStackApp + ", which applies it in the " + step + " wave, has not applied the revision)"
-	case !w.argoCD() && w.stepNotOK(step):
-		l.State = Blocked
-		l.Message += " (the " + step + " Kustomization, which applies it, is not ok)"
+		l.Message += " (" + why + ")"
 	}
 }
 
 // applyCommand is the command that has the cluster's GitOps engine apply
-// step now: Flux's reconcile of its Kustomization, or on Argo CD a refresh
-// of Application gpu-stack (its automated sync then applies what changed).
-func (w *walker) applyCommand(step string) string {
-	if w.argoCD() {
-		return fmt.Sprintf("kubectl -n %s annotate application %s argocd.argoproj.io/refresh=normal --overwrite", gate.ArgoCDNamespace, render.ArgoCDStackApp)
-	}
-	return "flux reconcile kustomization " + step + " --with-source"
-}
+// step now.
+func (w *walker) applyCommand(step string) string { return gitopsLinksFor(w.e).applyCommand(step) }
 
 // passed says whether the gate passed check id.
 func (w *walker) passed(id gate.CheckID) (gate.Check, bool) {

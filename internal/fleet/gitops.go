@@ -2,18 +2,10 @@ package fleet
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
-)
 
-// GitOps engines: the program in each cluster that applies the cluster's
-// folder from the fleet repository.
-const (
-	// EngineFlux: Flux's kustomize-controller (and helm-controller in the
-	// helmrelease chart mode), the steps chained by dependsOn. The default.
-	EngineFlux = "flux"
-	// EngineArgoCD: Argo CD, the steps ordered by sync waves inside one
-	// Application (see package render).
-	EngineArgoCD = "argocd"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 )
 
 // DefaultGitOpsBranch is the branch Argo CD follows unless [gitops] says
@@ -32,9 +24,10 @@ type GitOps struct {
 	// Branch is the revision Argo CD follows (DefaultGitOpsBranch).
 	Branch string
 
-	engine string
-	// environments and clusters override engine, in that order.
-	environments, clusters map[string]string
+	// engine is [gitops] engine (nil: gitops.Default); environments and
+	// clusters override it, in that order.
+	engine                 gitops.Engine
+	environments, clusters map[string]gitops.Engine
 }
 
 // rawGitOps is [gitops] as decoded.
@@ -51,27 +44,25 @@ type rawGitOpsOverride struct {
 }
 
 // EngineFor is the GitOps engine of cluster: [gitops.clusters.<name>],
-// else [gitops.environments.<env>], else [gitops] engine, else Flux.
-func (f *Fleet) EngineFor(cluster string) string {
-	if e := f.GitOps.clusters[cluster]; e != "" {
+// else [gitops.environments.<env>], else [gitops] engine, else
+// gitops.Default (Flux). It is never nil.
+func (f *Fleet) EngineFor(cluster string) gitops.Engine {
+	if e := f.GitOps.clusters[cluster]; e != nil {
 		return e
 	}
 	if c := f.Clusters[cluster]; c != nil {
-		if e := f.GitOps.environments[c.Environment]; e != "" {
+		if e := f.GitOps.environments[c.Environment]; e != nil {
 			return e
 		}
 	}
-	if f.GitOps.engine != "" {
-		return f.GitOps.engine
-	}
-	return EngineFlux
+	return gitops.Or(f.GitOps.engine)
 }
 
 // ArgoCDClusters are the clusters on Argo CD, sorted.
 func (f *Fleet) ArgoCDClusters() []string {
 	var out []string
 	for _, name := range f.ClusterNames() {
-		if f.EngineFor(name) == EngineArgoCD {
+		if f.EngineFor(name) == gitops.ArgoCD {
 			out = append(out, name)
 		}
 	}
@@ -79,15 +70,23 @@ func (f *Fleet) ArgoCDClusters() []string {
 }
 
 func (f *Fleet) validateGitOps(probs *problemList, raw rawGitOps) {
-	engine := func(key, e string) string {
-		switch e {
-		case "", EngineFlux, EngineArgoCD:
-			return e
+	engine := func(key, e string) gitops.Engine {
+		if e == "" {
+			return nil
 		}
-		probs.add(key, "%q is not a GitOps engine: use %q (the default) or %q%s", e, EngineFlux, EngineArgoCD, suggest(e, []string{EngineFlux, EngineArgoCD}))
-		return ""
+		if engine := gitops.For(e); engine != nil {
+			return engine
+		}
+		var others []string
+		for _, n := range gitops.Names() {
+			if n != gitops.Default.Name() {
+				others = append(others, strconv.Quote(n))
+			}
+		}
+		probs.add(key, "%q is not a GitOps engine: use %q (the default) or %s%s", e, gitops.Default.Name(), strings.Join(others, " or "), suggest(e, gitops.Names()))
+		return nil
 	}
-	g := GitOps{Repository: raw.Repository, Branch: raw.Branch, environments: map[string]string{}, clusters: map[string]string{}}
+	g := GitOps{Repository: raw.Repository, Branch: raw.Branch, environments: map[string]gitops.Engine{}, clusters: map[string]gitops.Engine{}}
 	g.engine = engine("gitops.engine", raw.Engine)
 	envs := f.Environments()
 	for _, env := range sortedKeys(raw.Environments) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate/argotest"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 )
 
 func TestApplicationReady(t *testing.T) {
@@ -66,6 +67,9 @@ func TestRevisionMatches(t *testing.T) {
 // Flux cluster of the same fleet.
 func TestExpectArgoCD(t *testing.T) {
 	argo, flux := argoExpect(t, "argocd"), argoExpect(t, "flux")
+	if argo.Engine != gitops.ArgoCD || flux.Engine != gitops.Flux {
+		t.Errorf("engines: %v and %v, want argocd and flux as the fleet file says", argo.Engine, flux.Engine)
+	}
 	if len(argo.Kustomizations) != 0 || !slices.Equal(argo.Applications, []string{"gpufleet", "gpu-stack"}) {
 		t.Errorf("Argo CD cluster: Kustomizations %v, Applications %v", argo.Kustomizations, argo.Applications)
 	}

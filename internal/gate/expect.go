@@ -5,12 +5,18 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 	"github.com/gpufleet/gpufleet/internal/render"
 )
 
 // Expected is what a cluster should run according to the fleet file.
 type Expected struct {
 	Cluster string
+	// Engine is the cluster's GitOps engine, as the fleet file says
+	// (fleet.EngineFor); nil is gitops.Default. It decides which of
+	// Kustomizations and Applications the gate judges, and how explain
+	// tells the engine's part of the story.
+	Engine  gitops.Engine
 	Release *fleet.Release
 	// Revision is the git commit Flux or Argo CD should have applied.
 	Revision string
@@ -84,9 +90,9 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 	pol := f.PolicyFor(cluster)
 	e := Expected{
 		Cluster:              cluster,
+		Engine:               f.EngineFor(cluster),
 		Release:              rel,
 		Revision:             revision,
-		Kustomizations:       []string{"operators", "config", "lifecycle"},
 		NVIDIADrivers:        t.NVIDIADrivers,
 		Pools:                c.Pools,
 		SharedProduct:        map[string]bool{},
@@ -99,9 +105,7 @@ func Expect(f *fleet.Fleet, cluster, revision string) Expected {
 		Rollout:              t.DriverRollout.Name,
 		ControllerImage:      t.ControllerImage,
 	}
-	if f.EngineFor(cluster) == fleet.EngineArgoCD {
-		e.Kustomizations, e.Applications = nil, render.ArgoCDApps()
-	}
+	gitopsExpectations.For(e.Engine).expect(&e)
 	// The operators where and as the cluster installs them (an adopted
 	// install's namespace and release, the Network Operator only when the
 	// release has one): render's own answer, so the gate judges what render

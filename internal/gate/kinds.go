@@ -42,18 +42,13 @@ func ReadKinds() []ReadKind {
 	return []ReadKind{KindKustomization, KindApplication, KindHelmRelease, KindDeployment, KindClusterPolicy, KindNVIDIADriver, KindNode, KindDriverRollout}
 }
 
-// Reads are the kinds Observe reads for e: HelmReleases only in the
+// Reads are the kinds Observe reads for e: the GitOps engine's (its
+// gitopsExpectation), HelmReleases only in the
 // helmrelease chart mode, Deployments only in the manifests mode or for
 // the controller's,
 // NVIDIADrivers only where the release has some.
 func Reads(e Expected) []ReadKind {
-	var out []ReadKind
-	if len(e.Kustomizations) > 0 {
-		out = append(out, KindKustomization)
-	}
-	if len(e.Applications) > 0 {
-		out = append(out, KindApplication)
-	}
+	out := gitopsExpectations.For(e.Engine).reads(e)
 	if len(e.HelmReleases) > 0 {
 		out = append(out, KindHelmRelease)
 	}

@@ -13,10 +13,11 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/gitops"
 )
 
-// A cluster on Argo CD (fleet.EngineArgoCD) gets the same three steps as
-// on Flux, ordered in Argo CD's terms.
+// A cluster on Argo CD (gitops.ArgoCD, rendered by argoCDRenderer) gets
+// the same three steps as on Flux, ordered in Argo CD's terms.
 //
 // Why one Application with sync waves, not an Application per step: Argo
 // CD has no dependsOn between Applications. Child Applications under a
@@ -80,17 +81,32 @@ func ArgoCDApps() []string { return []string{ArgoCDRootApp, ArgoCDStackApp} }
 // lifecycle (see the top of this file).
 var argoWaves = map[string]string{stepOperators: "0", stepConfig: "1", stepLifecycle: "2"}
 
-// isArgoCD says p's cluster is on Argo CD.
-func (p clusterPlan) isArgoCD() bool { return p.fleet.EngineFor(p.cluster.Name) == fleet.EngineArgoCD }
+// argoCDRenderer renders for Argo CD: the steps by sync waves, applied by
+// Application gpu-stack, and the cluster's argocd/ folder (see the top
+// of this file).
+type argoCDRenderer struct{}
 
-// keepOnPrune are the annotations that keep an object the engine applied
-// when the folder stops holding it (see namespaceObjects and
-// gpufleetControllerObjects for which, and why).
-func keepOnPrune(p clusterPlan) map[string]string {
-	if p.isArgoCD() {
-		return map[string]string{annotationSyncOptions: "Prune=false"}
+func (argoCDRenderer) prepareStep(p clusterPlan, step string, objs []object) error {
+	return inArgoWave(p, step, objs)
+}
+
+func (argoCDRenderer) addApplyObjects(p clusterPlan, files map[string][]byte) error {
+	// The cluster's folder is the steps, which Application gpu-stack
+	// applies; argocd/ holds the Applications.
+	dir := ClusterDir(p.cluster.Name)
+	if err := addFolderWithExtra(files, dir, nil, []string{stepOperators, stepConfig, stepLifecycle}); err != nil {
+		return err
 	}
-	return map[string]string{kustomizePrune: kustomizePruneDisabled}
+	return addFolder(files, path.Join(dir, ArgoCDDir), argoCDObjects(p))
+}
+
+// stackFiles: none. Application gpu-stack applies the folder's
+// kustomization.yaml: it lists the three steps and nothing else (a
+// cluster on Argo CD has no serving stack).
+func (argoCDRenderer) stackFiles(clusterPlan) []string { return nil }
+
+func (argoCDRenderer) keepOnPrune() map[string]string {
+	return map[string]string{annotationSyncOptions: "Prune=false"}
 }
 
 // inArgoWave readies the objects of a step for Argo CD: each object of
@@ -331,7 +347,7 @@ func ArgoCDRootApplication(f *fleet.Fleet, cluster string) ([]byte, error) {
 	if c == nil {
 		return nil, fmt.Errorf("no cluster %q", cluster)
 	}
-	if f.EngineFor(cluster) != fleet.EngineArgoCD {
+	if f.EngineFor(cluster) != gitops.ArgoCD {
 		return nil, fmt.Errorf("cluster %s is on %s, not on Argo CD", cluster, f.EngineFor(cluster))
 	}
 	b, err := encodeObject(rootApplication(planFor(f, c)))

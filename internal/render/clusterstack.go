@@ -42,15 +42,8 @@ func ClusterStacks(f *fleet.Fleet, names []string, opts Options) (map[string]map
 			return nil, fmt.Errorf("no cluster %q", name)
 		}
 		plan := planFor(f, c)
-		if plan.isArgoCD() {
-			// Application gpu-stack applies the folder's kustomization.yaml:
-			// it lists the three steps and nothing else.
-			continue
-		}
-		dir := ClusterDir(name)
-		delete(stacks[name], path.Join(dir, "kustomization.yaml"))
-		for _, o := range stackKustomizations(plan) {
-			delete(stacks[name], path.Join(dir, o.file))
+		for _, file := range plan.engine().stackFiles(plan) {
+			delete(stacks[name], path.Join(ClusterDir(name), file))
 		}
 	}
 	return stacks, nil

@@ -149,6 +149,31 @@ func fluxKustomizations(p clusterPlan) []object {
 	return objs
 }
 
+// fluxRenderer renders for Flux: a Kustomization per step, chained by
+// dependsOn, in the cluster's folder (fluxKustomizations).
+type fluxRenderer struct{}
+
+// prepareStep: Flux applies the steps' objects as they are.
+func (fluxRenderer) prepareStep(clusterPlan, string, []object) error { return nil }
+
+func (fluxRenderer) addApplyObjects(p clusterPlan, files map[string][]byte) error {
+	return addFolder(files, ClusterDir(p.cluster.Name), append(fluxKustomizations(p), stackKustomizations(p)...))
+}
+
+// stackFiles: the serving stack's Kustomizations, and the folder's
+// kustomization.yaml that lists them beside the steps'.
+func (fluxRenderer) stackFiles(p clusterPlan) []string {
+	files := []string{"kustomization.yaml"}
+	for _, o := range stackKustomizations(p) {
+		files = append(files, o.file)
+	}
+	return files
+}
+
+func (fluxRenderer) keepOnPrune() map[string]string {
+	return map[string]string{kustomizePrune: kustomizePruneDisabled}
+}
+
 // baseLabels mark every object render writes for a cluster. The release is
 // not among them: a promotion then changes only the objects whose content
 // changes, and a pull request shows just those.

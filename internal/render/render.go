@@ -198,24 +198,14 @@ func renderCluster(f *fleet.Fleet, c *fleet.Cluster, opts Options) (map[string][
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", folder.name, err)
 		}
-		if plan.isArgoCD() {
-			if err := inArgoWave(plan, folder.name, objs); err != nil {
-				return nil, fmt.Errorf("%s: %w", folder.name, err)
-			}
+		if err := plan.engine().prepareStep(plan, folder.name, objs); err != nil {
+			return nil, fmt.Errorf("%s: %w", folder.name, err)
 		}
 		if err := addFolder(files, path.Join(dir, folder.name), objs); err != nil {
 			return nil, err
 		}
 	}
-	if plan.isArgoCD() {
-		// The cluster's folder is the steps, which Application gpu-stack
-		// applies; argocd/ holds the Applications (see argocd.go).
-		if err := addFolderWithExtra(files, dir, nil, []string{stepOperators, stepConfig, stepLifecycle}); err != nil {
-			return nil, err
-		}
-		return files, addFolder(files, path.Join(dir, ArgoCDDir), argoCDObjects(plan))
-	}
-	if err := addFolder(files, dir, append(fluxKustomizations(plan), stackKustomizations(plan)...)); err != nil {
+	if err := plan.engine().addApplyObjects(plan, files); err != nil {
 		return nil, err
 	}
 	return files, nil
