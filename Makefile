@@ -70,15 +70,18 @@ bench-peer: testbin
 	GPUFLEET_PEER=1 GPUFLEET_PEER_NODES=$(PEER_NODES) GPUFLEET_PEER_RUNS=$(PEER_RUNS) GPUFLEET_PEER_TABLE=$(CURDIR)/bin/peer-table.md \
 		$(GO) test -run '^$$' -bench '^BenchmarkPeer$$' -benchtime 1x -timeout 180m ./test/e2e/
 
-## generate: CRDs and deepcopy from api/ markers, RBAC from the controller's markers (controller-gen)
+## generate: CRDs and deepcopy from api/ markers, RBAC from the controller's markers (controller-gen),
+## the admission policies of config/admission from api/v1alpha1's node labels (internal/admission)
 generate:
 	bash hack/generate.sh
 	bash hack/generate-rbac.sh
+	$(GO) test ./internal/admission -run '^TestConfigAdmissionIsGenerated$$' -update
 
 ## verify-generate: fail when generated files are not up to date
 verify-generate:
 	bash hack/generate.sh --check
 	bash hack/generate-rbac.sh --check
+	$(GO) test ./internal/admission -run '^TestConfigAdmissionIsGenerated$$'
 
 ## soak-sim: the planner's randomized invariant runs over many more seeds
 soak-sim:

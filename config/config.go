@@ -1,7 +1,8 @@
 // Package config holds gpufleet-controller's install manifests: the
 // DriverRollout CRD (generated from api/), the controller's least-privilege
 // RBAC (generated from its +kubebuilder:rbac markers), its Deployment and
-// the admission policy that keeps one owner per node.
+// the admission policies that keep its node labels and DriverRollout status
+// to it.
 //
 // They are YAML, applied by hand with `kubectl apply -k config/default`, and
 // embedded here so that `gpufleet render` writes the very same objects into
@@ -17,7 +18,7 @@ import "embed"
 //
 //go:embed crd/bases/gpufleet.io_driverrollouts.yaml
 //go:embed manager/namespace.yaml rbac/service_account.yaml rbac/role.yaml rbac/role_binding.yaml
-//go:embed manager/manager.yaml manager/service.yaml admission/node_ownership.yaml
+//go:embed manager/manager.yaml manager/service.yaml admission/node_ownership.yaml admission/rollout_status.yaml
 var Install embed.FS
 
 // Files are the manifests of Install in the order an install applies them:
@@ -31,11 +32,22 @@ var Files = []string{
 	"manager/manager.yaml",
 	"manager/service.yaml",
 	AdmissionPolicy,
+	StatusAdmissionPolicy,
 }
 
-// AdmissionPolicy is the file of the ValidatingAdmissionPolicy and its
-// binding (admissionregistration.k8s.io/v1: Kubernetes 1.30 and later).
-const AdmissionPolicy = "admission/node_ownership.yaml"
+// AdmissionPolicy and StatusAdmissionPolicy are the files of the
+// ValidatingAdmissionPolicies and their bindings
+// (admissionregistration.k8s.io/v1: Kubernetes 1.30 and later), the one on
+// Nodes and the one on DriverRollout status; internal/admission writes
+// them.
+const (
+	AdmissionPolicy       = "admission/node_ownership.yaml"
+	StatusAdmissionPolicy = "admission/rollout_status.yaml"
+)
+
+// AdmissionPolicies are the files of the admission policies, which a
+// cluster before Kubernetes 1.30 does not serve.
+var AdmissionPolicies = []string{AdmissionPolicy, StatusAdmissionPolicy}
 
 // Namespace and Deployment name the controller as its manifests install it.
 const (
@@ -43,4 +55,8 @@ const (
 	Deployment = "gpufleet-controller"
 	// Container is the Deployment's container that runs the controller.
 	Container = "manager"
+	// ServiceAccount is the service account the controller runs as: the
+	// one identity the admission policies let write its node labels and
+	// DriverRollout status.
+	ServiceAccount = "gpufleet-controller"
 )

@@ -220,6 +220,11 @@ type DriverRolloutSpec struct {
 	// Unset, the rollout leaves OFED and its hold alone.
 	// +optional
 	OFED *OFEDSpec `json:"ofed,omitempty"`
+
+	// DRA says which dynamic resource allocation drivers hand out GPUs and
+	// where their kubelet plugin runs (see DRASpec). Unset, NVIDIA's.
+	// +optional
+	DRA DRASpec `json:"dra,omitzero"`
 }
 
 // OFEDSpec is the OFED driver a rollout moves its nodes to.
@@ -436,7 +441,7 @@ type EvictSpec struct {
 
 	// GPUPodSelector makes GPU pods of the pods it matches, besides those
 	// that request a GPU (ResourceGPU, a MIG device: ResourceMIGPrefix) or
-	// claim a device through dynamic resource allocation: pods that use a
+	// hold a claim with a device of a GPU DRA driver (spec.dra.drivers): pods that use a
 	// GPU without saying so to the scheduler (a hostPath to /dev/nvidia*, a
 	// privileged container). It has no use with Mode All.
 	// +optional

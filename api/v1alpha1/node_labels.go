@@ -55,6 +55,53 @@ const (
 	TaintQuarantined = "gpufleet.io/quarantined"
 )
 
+// ControllerNodeLabel is a gpufleet.io/ node label that gpufleet-controller
+// writes, and what anyone else may do with it: by default nothing, neither
+// add it, change it nor remove it, nor create a node that carries it. The
+// admission policy of config/admission is generated from
+// ControllerNodeLabels (internal/admission), so that the labels the
+// controller's state lives in are written by the controller alone: not by
+// a hand edit, a node template or a second tool with node patch rights.
+//
+// +kubebuilder:object:generate=false
+type ControllerNodeLabel struct {
+	// Key is the label.
+	Key string
+	// OthersMayRemove lets anyone remove the label: the quarantine label,
+	// which whoever looked at the quarantined node lifts.
+	OthersMayRemove bool
+	// OthersMayRecordDriver lets anyone set the label to the driver the
+	// node reports running (LabelGFDDriverFull, or LabelGFDDriverMajor for
+	// a precompiled branch), as it reported it before the request (on a
+	// node's creation, as it registers): a label that says what runs moves
+	// nothing.
+	// It is how a person mends a node whose driver label is wrong, and
+	// labels nodes before an actuator switch back to gpufleet (gate and
+	// explain say so), and how a node simulator registers a node that
+	// runs its driver.
+	OthersMayRecordDriver bool
+}
+
+// ControllerNodeLabels are the gpufleet.io/ node labels only
+// gpufleet-controller writes (see ControllerNodeLabel). Every gpufleet.io/
+// node label is here or in PeopleNodeLabels; a test holds the two lists
+// to the constants of this package.
+var ControllerNodeLabels = []ControllerNodeLabel{
+	{Key: LabelRollout},
+	{Key: LabelPhase},
+	{Key: LabelDriver, OthersMayRecordDriver: true},
+	{Key: LabelQuarantined, OthersMayRemove: true},
+	{Key: LabelDRAPlugin},
+}
+
+// PeopleNodeLabels are the gpufleet.io/ node labels that people, or
+// whatever creates the nodes, set: the controller writes LabelPool only
+// where a node has none and its pool is plain (pools that share a product
+// and a MIG layout need it from a node template or an admin, and `gpufleet
+// init` prints the kubectl commands that set it). The admission policy
+// leaves them alone.
+var PeopleNodeLabels = []string{LabelPool}
+
 // The labels GPU Feature Discovery puts on a node and gpufleet reads: the
 // GPU it carries and the driver it runs. A precompiled driver is judged by its branch
 // (LabelGFDDriverMajor), a driver built for the node by the full version.

@@ -1,5 +1,7 @@
 package adopt
 
+import "github.com/gpufleet/gpufleet/internal/dra"
+
 // Cluster is what one kubeconfig context's cluster runs, as Read found it:
 // facts, nothing judged. Judge decides what they mean.
 type Cluster struct {
@@ -7,7 +9,8 @@ type Cluster struct {
 	// file's cluster is named after it.
 	Context string
 	// Nodes are the GPU nodes: those labelled nvidia.com/gpu.present=true
-	// or carrying a GPU product label, sorted by name.
+	// or carrying a GPU product label, and those the GPU DRA driver
+	// publishes slices for, sorted by name.
 	Nodes []Node
 	// Deployments are the operators' Deployments found in any namespace:
 	// those of the GPU Operator chart (helm.sh/chart gpu-operator-<version>
@@ -26,10 +29,21 @@ type Cluster struct {
 }
 
 // Node is one GPU node: its name and labels (GPU Feature Discovery's, the
-// operator's and gpufleet's are what Judge reads).
+// operator's and gpufleet's are what Judge reads), and, where dynamic
+// resource allocation hands its GPUs out, what NVIDIA's GPU DRA driver
+// publishes of it.
 type Node struct {
 	Name   string
 	Labels map[string]string
+	// DRA is what the ResourceSlices of the GPU DRA driver (dra.DriverGPU)
+	// say of the node: its GPUs' product and driver version. Nil when it
+	// has none.
+	DRA *dra.Node
+	// DevicePluginGPUs counts the GPUs the device plugin offers on the
+	// node (allocatable nvidia.com/gpu, its renamed shares and MIG
+	// devices). Read only on a cluster with GPU DRA slices, where it tells
+	// the two kinds of node apart; 0 elsewhere.
+	DevicePluginGPUs int64
 }
 
 // Deployment is an operator's Deployment as Helm installed it.

@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 )
 
 // The fixtures of the tests: GPU nodes labelled as GPU Feature Discovery
@@ -16,6 +17,7 @@ const (
 	a100     = "NVIDIA-A100-SXM4-80GB"
 	a100s    = "NVIDIA-A100-SXM4-40GB"
 	drv570   = "570.172.08"
+	sem570   = "570.172.8" // drv570 as a DRA driver's semver attribute writes it
 	drv570b  = "570.124.06"
 	drv580   = "580.95.05"
 	gpuOp    = "v25.3.4"
@@ -69,8 +71,27 @@ func (b *nodeB) mig(layout string) *nodeB { return b.with(v1alpha1.LabelMIGConfi
 
 func (b *nodeB) pool(p string) *nodeB { return b.with(v1alpha1.LabelPool, p) }
 
+// byDRA has NVIDIA's GPU DRA driver publish the node's GPUs, products
+// as NVML names them ("NVIDIA H100 80GB HBM3") and driver versions in
+// semver (570.172.8), in one slice.
+func (b *nodeB) byDRA(products []string, versions ...string) *nodeB {
+	b.n.DRA = &dra.Node{Name: b.n.Name, Slices: []string{b.n.Name + "-gpu.nvidia.com-abcde"}, Devices: 8, Products: products, DriverVersions: versions}
+	return b
+}
+
+// byPlugin has the device plugin offer the node's GPUs.
+func (b *nodeB) byPlugin() *nodeB {
+	b.n.DevicePluginGPUs = 8
+	return b
+}
+
+// noGFD takes GPU Feature Discovery's product and driver labels away.
+func (b *nodeB) noGFD() *nodeB {
+	return b.without(v1alpha1.LabelGFDProduct).without(v1alpha1.LabelGFDDriverFull).without(v1alpha1.LabelGFDDriverMajor)
+}
+
 func (b *nodeB) node() Node {
-	return Node{Name: b.n.Name, Labels: maps.Clone(b.n.Labels)}
+	return Node{Name: b.n.Name, Labels: maps.Clone(b.n.Labels), DRA: b.n.DRA, DevicePluginGPUs: b.n.DevicePluginGPUs}
 }
 
 // gpuOperatorDeployment is the GPU Operator's Deployment as the chart at

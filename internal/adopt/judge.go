@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -149,6 +150,9 @@ func judgeCluster(c Cluster, given map[string]map[string]any) (fc *FleetCluster,
 	probs = append(probs, poolProbs...)
 	fc.Pools = pools
 	probs = append(probs, poolDrivers(name, pools, nodes)...)
+	probs = append(probs, mixedAllocation(name, pools, nodes)...)
+	labelProbs, labelWarns := productLabelsNeeded(name, policy != nil && policy.UseNVIDIADriverCRD, pools, nodes)
+	probs, warns = append(probs, labelProbs...), append(warns, labelWarns...)
 	if policy != nil && !policy.UseNVIDIADriverCRD {
 		probs = append(probs, driverPending(name, policy, pools, nodes)...)
 		probs = append(probs, valuesDriverPending(name, gpu, owned[ChartGPUOperator], policy, nodes)...)
@@ -218,7 +222,8 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 	var (
 		placed                           []placedNode
 		unplaced, preinstalled, off, bad []string
-		noDriver                         []string
+		noDriver, draUnplaced            []string
+		disagree, disagreeing            []string                // "node: what", and the nodes
 		upgrading                        = map[string][]string{} // state → nodes
 		migChanging                      = map[string][]string{} // state → nodes
 	)
@@ -236,6 +241,17 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 			upgrading[s] = append(upgrading[s], n.Name)
 		}
 		product := l[v1alpha1.LabelGFDProduct]
+		fromSlices := product == "" && n.DRA != nil
+		if fromSlices {
+			// No GPU Feature Discovery here: the GPU DRA driver's slices
+			// name the GPU, as NVML does, which GFD's label writes with
+			// '-' for ' '.
+			var ok bool
+			if product, ok = n.DRA.Product(); !ok {
+				draUnplaced = append(draUnplaced, n.Name)
+				continue
+			}
+		}
 		if product == "" {
 			unplaced = append(unplaced, n.Name)
 			continue
@@ -250,17 +266,25 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 		if mig != "" && !migLayout.MatchString(mig) {
 			bad = append(bad, n.Name)
 		}
-		driver := l[v1alpha1.LabelGFDDriverFull]
+		// The gate reads a node's driver by the same rule.
+		reported := dra.DriverOf(l[v1alpha1.LabelGFDDriverFull], n.DRA)
+		full, conflict := reported.Version, reported.Conflict
+		if conflict != "" {
+			disagree = append(disagree, n.Name+": "+conflict)
+			disagreeing = append(disagreeing, n.Name)
+		}
+		driver := full
 		if precompiled {
 			driver = l[v1alpha1.LabelGFDDriverMajor]
 			if driver == "" {
-				driver, _, _ = strings.Cut(l[v1alpha1.LabelGFDDriverFull], ".")
+				driver, _, _ = strings.Cut(full, ".")
 			}
 		}
-		if driver == "" {
+		if driver == "" && conflict == "" {
 			noDriver = append(noDriver, n.Name)
 		}
-		placed = append(placed, placedNode{name: n.Name, key: gpuKey{Product: BaseProduct(product), MIG: mig}, pool: l[v1alpha1.LabelPool], driver: driver})
+		placed = append(placed, placedNode{name: n.Name, key: gpuKey{Product: BaseProduct(product), MIG: mig}, pool: l[v1alpha1.LabelPool], driver: driver,
+			dra: n.DRA != nil && n.DRA.Devices > 0, devicePlugin: n.DevicePluginGPUs > 0, productFromSlices: fromSlices})
 	}
 	var probs Problems
 	add := func(reason Reason, nodes []string, format string, args ...any) {
@@ -272,6 +296,11 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 	}
 	add(ReasonUnplaced, unplaced, "GPU %s %s %s no %s label: the driver is not loaded there, so GPU Feature Discovery could not say which GPU it is and init cannot place it in a pool; repair the node's driver (or cordon and remove the node), then run init again",
 		nodeWord(len(unplaced)), nodeList(unplaced), hasHave(len(unplaced)), v1alpha1.LabelGFDProduct)
+	add(ReasonUnplaced, draUnplaced, "GPU %s %s %s no %s label, and %s ResourceSlices of %s name no one GPU product (no productName, or several): init cannot place %s in a pool; see what they publish (kubectl get resourceslices --field-selector spec.driver=%s -o yaml), repair the DRA driver or label the %s with %s, then run init again",
+		nodeWord(len(draUnplaced)), nodeList(draUnplaced), hasHave(len(draUnplaced)), v1alpha1.LabelGFDProduct, theirIts(len(draUnplaced)), dra.DriverGPU, themIt(len(draUnplaced)), dra.DriverGPU, nodeWord(len(draUnplaced)), v1alpha1.LabelGFDProduct)
+	slices.Sort(disagree)
+	add(ReasonDRADisagrees, disagreeing, "the reports of the driver a node runs disagree, so which one runs is not known: %s. A DRA kubelet plugin that ran on across a driver swap publishes the old driver until it restarts (delete its pod on the node), and GPU Feature Discovery relabels a node within a minute of a swap; once they agree, run init again",
+		strings.Join(disagree, "; "))
 	add(ReasonPreinstalledDriver, preinstalled, "%s %s %s a driver installed on the host (%s=%s): the GPU Operator does not manage it, so gpufleet could not move it; leave this cluster out (--context), or move the %s to the operator's driver, then run init again",
 		nodeWord(len(preinstalled)), nodeList(preinstalled), hasHave(len(preinstalled)), v1alpha1.LabelDeployDriver, DeployDriverPreinstalled, nodeWord(len(preinstalled)))
 	add(ReasonDriverOff, off, "%s %s %s the operator's driver turned off (%s=%s): no driver of the fleet's would reach %s; remove the label (or the %s from the cluster), then run init again",
@@ -291,6 +320,112 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 	add(ReasonNoDriverVersion, noDriver, "GPU %s %s report%s no driver version (%s): GPU Feature Discovery has not labelled %s yet; wait for it (or repair it), then run init again",
 		nodeWord(len(noDriver)), nodeList(noDriver), sIfOne(len(noDriver)), v1alpha1.LabelGFDDriverFull, themIt(len(noDriver)))
 	return placed, probs
+}
+
+// mixedAllocation names the pools whose nodes hand their GPUs out in
+// different ways: the device plugin (allocatable nvidia.com/gpu) on some,
+// DRA (the GPU DRA driver's ResourceSlices) on others, or both on one
+// node. A rollout drains the two kinds differently (a DRA node's claims
+// and its kubelet plugin go in an order of their own), and no setting
+// says yet how one pool of both should be rolled: init does not guess,
+// and says how to split the pool by labels.
+func mixedAllocation(cluster string, pools []*Pool, nodes []placedNode) Problems {
+	byName := map[string]placedNode{}
+	for _, n := range nodes {
+		byName[n.name] = n
+	}
+	var probs Problems
+	for _, p := range pools {
+		var plugin, byDRA, both []string
+		for _, name := range p.Nodes {
+			switch n := byName[name]; {
+			case n.dra && n.devicePlugin:
+				both = append(both, name)
+			case n.dra:
+				byDRA = append(byDRA, name)
+			case n.devicePlugin:
+				plugin = append(plugin, name)
+			}
+		}
+		if len(byDRA) > 0 && len(plugin) == 0 && len(both) == 0 {
+			p.DRA = true
+		}
+		if len(both) == 0 && (len(plugin) == 0 || len(byDRA) == 0) {
+			continue
+		}
+		var kinds, fixes []string
+		if len(plugin) > 0 {
+			kinds = append(kinds, fmt.Sprintf("nodes whose GPUs the device plugin offers (allocatable %s: %s)", v1alpha1.ResourceGPU, nodeList(plugin)))
+		}
+		if len(byDRA) > 0 {
+			kinds = append(kinds, fmt.Sprintf("nodes whose GPUs DRA hands out (ResourceSlices of %s: %s)", dra.DriverGPU, nodeList(byDRA)))
+		}
+		if len(both) > 0 {
+			kinds = append(kinds, fmt.Sprintf("nodes that offer their GPUs both ways (%s)", nodeList(both)))
+			fixes = append(fixes, fmt.Sprintf("turn the device plugin or the DRA kubelet plugin off on %s, so that each node offers its GPUs one way", nodeList(both)))
+		}
+		if len(plugin) > 0 && len(byDRA) > 0 {
+			fixes = append(fixes, fmt.Sprintf("split the pool by labels, each kind a pool of its own: kubectl --context %s label node --overwrite %s %s=%s; kubectl --context %s label node --overwrite %s %s=%s",
+				shellQuote(cluster), strings.Join(plugin, " "), v1alpha1.LabelPool, p.Name, shellQuote(cluster), strings.Join(byDRA, " "), v1alpha1.LabelPool, fit(p.Name, "-dra")))
+		}
+		probs = append(probs, Problem{Cluster: cluster, Reason: ReasonMixedAllocation, Nodes: slices.Clone(p.Nodes),
+			Message: fmt.Sprintf("pool %s mixes %s. A pool of both kinds is not supported yet: a rollout drains the two differently, and no policy says how to roll them together; until one does, %s; then run init again",
+				p.Name, strings.Join(kinds, " with "), strings.Join(fixes, ", and "))})
+	}
+	return probs
+}
+
+// productLabelsNeeded speaks of the nodes placed by their DRA slices'
+// productName, which carry no nvidia.com/gpu.product (GPU Feature
+// Discovery does not run there). Everything that acts on a pool selects
+// its nodes by that label: the DriverRollout, the gate, and in
+// NVIDIADriver mode render's NVIDIADrivers. In ClusterPolicy mode the
+// operator's one DaemonSet still gives them their driver, so the fleet
+// file is written, with the commands that label them (until then they are
+// not rolled and the gate finds them missing); in NVIDIADriver mode
+// applying render's output would leave them without a driver, so init
+// refuses until they are labelled.
+func productLabelsNeeded(cluster string, nvidiaDriverMode bool, pools []*Pool, nodes []placedNode) (probs, warns Problems) {
+	poolOf := map[string]string{}
+	for _, p := range pools {
+		for _, n := range p.Nodes {
+			poolOf[n] = p.Name
+		}
+	}
+	byProduct := map[string][]string{}
+	for _, n := range nodes {
+		if n.productFromSlices {
+			byProduct[n.key.Product] = append(byProduct[n.key.Product], n.name)
+		}
+	}
+	if len(byProduct) == 0 {
+		return nil, nil
+	}
+	var all, found, cmds []string
+	for _, product := range slices.Sorted(maps.Keys(byProduct)) {
+		ns := byProduct[product]
+		slices.Sort(ns)
+		all = append(all, ns...)
+		var in []string
+		for _, n := range ns {
+			if !slices.Contains(in, poolOf[n]) {
+				in = append(in, poolOf[n])
+			}
+		}
+		found = append(found, fmt.Sprintf("%s in pool %s", product, strings.Join(in, ", ")))
+		cmds = append(cmds, fmt.Sprintf("kubectl --context %s label node %s %s=%s", shellQuote(cluster), strings.Join(ns, " "), v1alpha1.LabelGFDProduct, product))
+	}
+	slices.Sort(all)
+	what := fmt.Sprintf("%s %s %s no %s (GPU Feature Discovery does not run there): init placed %s by %s ResourceSlices of %s (%s)",
+		nodeWord(len(all)), nodeList(all), hasHave(len(all)), v1alpha1.LabelGFDProduct, themIt(len(all)), theirIts(len(all)), dra.DriverGPU, strings.Join(found, "; "))
+	if nvidiaDriverMode {
+		return Problems{{Cluster: cluster, Reason: ReasonProductLabelNeeded, Nodes: all,
+			Message: fmt.Sprintf("%s. render's NVIDIADrivers select a pool's nodes by that label, so applying its output would leave %s without a driver: label %s (%s), then run init again",
+				what, themIt(len(all)), themIt(len(all)), strings.Join(cmds, "; "))}}, nil
+	}
+	return nil, Problems{{Cluster: cluster, Reason: ReasonProductLabelNeeded, Nodes: all,
+		Message: fmt.Sprintf("%s. The DriverRollout and the gate select a pool's nodes by that label: until %s %s it, %s %s not rolled and the gate finds %s missing; label %s: %s",
+			what, theyIt(len(all)), carries(len(all)), theyIt(len(all)), isAre(len(all)), themIt(len(all)), themIt(len(all)), strings.Join(cmds, "; "))}}
 }
 
 // poolDrivers sets each pool's driver, or names the nodes of a pool that
@@ -492,6 +627,20 @@ func sIfOne(n int) string {
 		return "s"
 	}
 	return ""
+}
+
+func carries(n int) string {
+	if n == 1 {
+		return "carries"
+	}
+	return "carry"
+}
+
+func theirIts(n int) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
 }
 
 func themIt(n int) string {

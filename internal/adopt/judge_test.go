@@ -90,6 +90,29 @@ func TestJudgeFleet(t *testing.T) {
 			},
 			Waves: []Wave{{Name: "staging", Clusters: []string{"stg-1"}}, {Name: "prod", Clusters: []string{"prod-b"}, RequireApproval: true}},
 		},
+	}, {
+		name: "DRA pools beside device-plugin ones: product and driver from the slices where GFD's labels are missing",
+		clusters: []Cluster{cluster("prod-a",
+			gpuNode("h100-1", h100, drv570).byPlugin(), gpuNode("h100-2", h100, drv570).byPlugin(),
+			gpuNode("h200-1", h200, drv570).byDRA([]string{"NVIDIA H200"}, sem570),
+			gpuNode("h200-2", h200, drv570).noGFD().byDRA([]string{"NVIDIA H200"}, sem570))},
+		want: &Fleet{
+			Contexts:        []string{"prod-a"},
+			ChartRepository: "https://helm.ngc.nvidia.com/nvidia", ChartMode: "helmrelease",
+			Release: Release{Name: "gpuop-v25-3-4-drv-570-172-08", GPUOperator: gpuOp, Driver: drv570},
+			Clusters: []*FleetCluster{{Name: "prod-a", Context: "prod-a", Environment: "prod", GPUNodes: 4,
+				Pools: []*Pool{
+					{Name: "h100", Product: h100, Driver: drv570, Nodes: []string{"h100-1", "h100-2"}},
+					{Name: "h200", Product: h200, Driver: drv570, DRA: true, Nodes: []string{"h200-1", "h200-2"}},
+				},
+				GPUOperator: &Install{Deployment: "gpu-operator/gpu-operator", Release: "gpu-operator", Namespace: "gpu-operator", Version: gpuOp, VersionFrom: VersionFromChartLabel, ValuesFrom: secretRecord("gpu-operator", "gpu-operator"),
+					DriverManagement: DriverManagementClusterPolicy, ClusterPolicy: "cluster-policy"},
+			}},
+			Waves: []Wave{{Name: "prod", Clusters: []string{"prod-a"}}},
+		},
+		// In ClusterPolicy mode the operator's DaemonSet drives h200-2
+		// whatever its labels; the product label it lacks is said.
+		warnings: []Reason{ReasonProductLabelNeeded},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,6 +293,37 @@ func TestJudgeRefuses(t *testing.T) {
 			{"prod-a", ReasonPoolLabel, []string{"h-2"}, []string{`node h-2 (NVIDIA-H100-80GB-HBM3) carry no gpufleet.io/pool, while other nodes of the same GPU carry "train"`, "kubectl label node h-2 gpufleet.io/pool=train"}},
 		},
 	}, {
+		name: "DRA: a pool of device-plugin and DRA nodes, a node offering both, slices that disagree or name no product",
+		clusters: []Cluster{cluster("prod-a",
+			gpuNode("m-1", h100, drv570).byPlugin(),
+			gpuNode("m-2", h100, drv570).byDRA([]string{"NVIDIA H100 80GB HBM3"}, sem570),
+			gpuNode("m-3", h100, drv570).noGFD().byDRA([]string{"NVIDIA H100 80GB HBM3"}, sem570),
+			gpuNode("b-1", h200, drv570).byPlugin().byDRA([]string{"NVIDIA H200"}, sem570),
+			gpuNode("x-1", h200, drv570).noGFD().byDRA([]string{"NVIDIA H200", "NVIDIA H100 80GB HBM3"}, sem570),
+			gpuNode("y-1", a100, drv570).byDRA([]string{"NVIDIA A100-SXM4-80GB"}, "580.95.5"))},
+		want: []want{
+			{"prod-a", ReasonUnplaced, []string{"x-1"}, []string{"GPU node x-1 has no nvidia.com/gpu.product label, and its ResourceSlices of gpu.nvidia.com name no one GPU product"}},
+			{"prod-a", ReasonDRADisagrees, []string{"y-1"}, []string{"y-1: nvidia.com/cuda.driver-version.full says 570.172.08, its ResourceSlices of gpu.nvidia.com (y-1-gpu.nvidia.com-abcde) say 580.95.5", "delete its pod"}},
+			{"prod-a", ReasonMixedAllocation, []string{"m-1", "m-2", "m-3"}, []string{
+				"pool h100 mixes nodes whose GPUs the device plugin offers (allocatable nvidia.com/gpu: m-1) with nodes whose GPUs DRA hands out (ResourceSlices of gpu.nvidia.com: m-2, m-3)",
+				"not supported yet", "no policy says how",
+				"split the pool by labels, each kind a pool of its own: kubectl --context prod-a label node --overwrite m-1 gpufleet.io/pool=h100; kubectl --context prod-a label node --overwrite m-2 m-3 gpufleet.io/pool=h100-dra"}},
+			{"prod-a", ReasonMixedAllocation, []string{"b-1"}, []string{"pool h200 mixes nodes that offer their GPUs both ways (b-1)", "turn the device plugin or the DRA kubelet plugin off on b-1"}},
+		},
+	}, {
+		name: "NVIDIADriver mode: a node placed by its DRA slices lacks the label render's NVIDIADrivers select",
+		clusters: []Cluster{func() Cluster {
+			c := cluster("prod-a", gpuNode("h-1", h200, drv570).byDRA([]string{"NVIDIA H200"}, sem570),
+				gpuNode("h-2", h200, drv570).noGFD().byDRA([]string{"NVIDIA H200"}, sem570))
+			c.ClusterPolicies[0].UseNVIDIADriverCRD = true
+			return c
+		}()},
+		want: []want{
+			{"prod-a", ReasonProductLabelNeeded, []string{"h-2"}, []string{
+				"node h-2 has no nvidia.com/gpu.product (GPU Feature Discovery does not run there): init placed it by its ResourceSlices of gpu.nvidia.com (NVIDIA-H200 in pool h200)",
+				"would leave it without a driver", "kubectl --context prod-a label node h-2 nvidia.com/gpu.product=NVIDIA-H200"}},
+		},
+	}, {
 		name: "no ClusterPolicy; its driver off",
 		clusters: []Cluster{
 			func() Cluster {
@@ -334,6 +388,36 @@ func TestJudgePoolLabelsNeeded(t *testing.T) {
 	w := r.Warnings[0]
 	if w.Reason != ReasonPoolLabelsNeeded || !slices.Equal(w.Nodes, []string{"a-1", "m-1"}) ||
 		!strings.Contains(w.Message, "kubectl --context prod-a label node a-1 gpufleet.io/pool=a100; kubectl --context prod-a label node m-1 gpufleet.io/pool=a100-mig") {
+		t.Errorf("%+v", w)
+	}
+}
+
+// TestJudgeProductLabelNeeded: in ClusterPolicy mode, nodes placed by
+// their DRA slices' productName are written, with the labels the
+// DriverRollout and the gate select them by.
+func TestJudgeProductLabelNeeded(t *testing.T) {
+	c := cluster("prod-a", gpuNode("h-1", h200, drv570).noGFD().byDRA([]string{"NVIDIA H200"}, sem570),
+		gpuNode("h-2", h200, drv570).noGFD().byDRA([]string{"NVIDIA H200"}, sem570),
+		gpuNode("l-1", "NVIDIA-L40S", drv570).noGFD().byDRA([]string{"NVIDIA L40S"}, sem570))
+	r := Judge(recorded([]Cluster{c}), Options{})
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	if len(r.Warnings) != 1 {
+		t.Fatalf("warnings: %v", r.Warnings)
+	}
+	w := r.Warnings[0]
+	for _, s := range []string{
+		"nodes h-1, h-2, l-1 have no nvidia.com/gpu.product",
+		"NVIDIA-H200 in pool h200; NVIDIA-L40S in pool l40s",
+		"until they carry it, they are not rolled and the gate finds them missing",
+		"kubectl --context prod-a label node h-1 h-2 nvidia.com/gpu.product=NVIDIA-H200; kubectl --context prod-a label node l-1 nvidia.com/gpu.product=NVIDIA-L40S",
+	} {
+		if !strings.Contains(w.Message, s) {
+			t.Errorf("the warning does not say %q:\n%s", s, w.Message)
+		}
+	}
+	if w.Reason != ReasonProductLabelNeeded || !slices.Equal(w.Nodes, []string{"h-1", "h-2", "l-1"}) {
 		t.Errorf("%+v", w)
 	}
 }

@@ -63,6 +63,10 @@ type Pool struct {
 	// Driver is the driver the pool's nodes run; empty when they differ
 	// (a problem).
 	Driver string `json:"driver,omitempty"`
+	// DRA says dynamic resource allocation hands out its nodes' GPUs:
+	// the GPU DRA driver (dra.DriverGPU) publishes them in ResourceSlices,
+	// and the device plugin offers none.
+	DRA bool `json:"dra,omitempty"`
 	// Nodes are the names of its nodes, sorted.
 	Nodes []string `json:"nodes"`
 }

@@ -28,6 +28,13 @@ type placedNode struct {
 	key    gpuKey
 	pool   string // gpufleet.io/pool, "" when unlabelled
 	driver string // what it runs ("" when not reported)
+	// How it hands its GPUs out: DRA (the GPU DRA driver publishes its
+	// devices) and the device plugin (allocatable GPUs); both, on a node
+	// of a cluster with GPU DRA slices, or neither, elsewhere.
+	dra, devicePlugin bool
+	// productFromSlices says key.Product was read from its DRA slices:
+	// the node carries no GPU product label.
+	productFromSlices bool
 }
 
 // formPools groups placed nodes into pools: nodes labelled gpufleet.io/pool

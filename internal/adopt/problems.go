@@ -35,6 +35,13 @@ const (
 	ReasonMIGLayout Reason = "UnsupportedMIGLayout"
 	// ReasonMixedDrivers: a pool whose nodes run different drivers.
 	ReasonMixedDrivers Reason = "MixedDrivers"
+	// ReasonMixedAllocation: a pool whose nodes hand their GPUs out in
+	// different ways (the device plugin on some, DRA on others, or both
+	// on one node), which no setting says how to roll yet.
+	ReasonMixedAllocation Reason = "MixedDevicePluginAndDRA"
+	// ReasonDRADisagrees: nodes whose GPU DRA ResourceSlices disagree
+	// with their driver label, or among themselves, on the driver.
+	ReasonDRADisagrees Reason = "DRASlicesDisagree"
 	// ReasonPoolLabel: gpufleet.io/pool labels that do not make pools
 	// (invalid, a pool of mixed GPUs, or a GPU group half labelled).
 	ReasonPoolLabel Reason = "PoolLabel"
@@ -78,16 +85,22 @@ const (
 	// sets (the MIG strategy, the Network Operator's NFD) that render sets
 	// otherwise, changing what runs beyond gpufleet's own settings.
 	ReasonOwnedValueReplaced Reason = "OwnedValueReplaced"
+	// ReasonProductLabelNeeded: nodes placed by their DRA slices'
+	// productName, without the nvidia.com/gpu.product label that selects
+	// a pool's nodes. A warning in ClusterPolicy mode; a problem in
+	// NVIDIADriver mode, where render's NVIDIADrivers would leave them
+	// without a driver.
+	ReasonProductLabelNeeded Reason = "ProductLabelNeeded"
 )
 
 // Reasons are every Reason, problems then warnings: the enum of the -o
 // json report's reason (docs/schema/cli.schema.json, checked by a test).
 var Reasons = []Reason{
 	ReasonClusterName, ReasonNoGPUNodes, ReasonUnplaced, ReasonNoDriverVersion, ReasonPreinstalledDriver,
-	ReasonDriverOff, ReasonUpgrading, ReasonMIGChanging, ReasonMIGLayout, ReasonMixedDrivers, ReasonPoolLabel,
+	ReasonDriverOff, ReasonUpgrading, ReasonMIGChanging, ReasonMIGLayout, ReasonMixedDrivers, ReasonMixedAllocation, ReasonDRADisagrees, ReasonPoolLabel,
 	ReasonNoGPUOperator, ReasonSeveralOperators, ReasonOperatorUnreadable, ReasonClusterPolicy,
 	ReasonDriverPending, ReasonVersionSkew, ReasonForeignNVIDIADrivers, ReasonReleaseValues,
-	ReasonPoolLabelsNeeded, ReasonOwnedValueReplaced,
+	ReasonPoolLabelsNeeded, ReasonOwnedValueReplaced, ReasonProductLabelNeeded,
 }
 
 // Problem is one thing init refuses to guess (or, as a warning, one thing

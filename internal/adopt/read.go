@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/gate"
 )
 
@@ -112,6 +114,9 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 	if err := appsv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	if err := resourcev1.AddToScheme(s); err != nil {
+		return nil, err
+	}
 	return client.New(cfg, client.Options{Scheme: s})
 }
 
@@ -127,14 +132,19 @@ var (
 const pageSize = 500
 
 // ReadCluster reads what init judges from one cluster through c: the GPU
-// nodes (their metadata only), the operators' Deployments in every
+// nodes (their metadata only, unless the GPU DRA driver publishes slices:
+// see gpuNodes) with what those slices say of them, the operators' Deployments in every
 // namespace, the record of each operator's Helm release (its values), the
 // ClusterPolicies and the NVIDIADrivers. It only reads.
 // A kind the cluster does not serve (no GPU Operator CRDs) reads as none;
 // any other failure is an error, never a partial Cluster.
 func ReadCluster(ctx context.Context, c client.Client, context string) (Cluster, error) {
 	out := Cluster{Context: context}
-	nodes, err := gpuNodes(ctx, c)
+	gpus, err := draNodes(ctx, c)
+	if err != nil {
+		return out, err
+	}
+	nodes, err := gpuNodes(ctx, c, gpus)
 	if err != nil {
 		return out, err
 	}
@@ -156,30 +166,105 @@ func ReadCluster(ctx context.Context, c client.Client, context string) (Cluster,
 
 // gpuNodes lists the nodes labelled gpu.present=true and those with a GPU
 // product (GFD labels a node the operator has not), by label selector, so
-// a cluster's CPU nodes are not read at all.
-func gpuNodes(ctx context.Context, c client.Client) ([]Node, error) {
+// a cluster's CPU nodes are not read at all, and the nodes the GPU DRA
+// driver publishes slices for (draNodes), whatever their labels.
+//
+// Where the cluster has such slices, the nodes are read whole rather than
+// their metadata alone: a node's allocatable GPUs say whether the device
+// plugin offers them, and a pool of nodes of both kinds is one init
+// refuses (mixedAllocation). Without slices there is nothing to tell apart.
+func gpuNodes(ctx context.Context, c client.Client, gpus map[string]*dra.Node) ([]Node, error) {
 	byName := map[string]Node{}
 	for _, sel := range []string{v1alpha1.LabelGPUPresent + "=true", v1alpha1.LabelGFDProduct} {
 		selector, err := labels.Parse(sel)
 		if err != nil {
 			return nil, err
 		}
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-		err = listPages(ctx, c, list, func() {
+		if len(gpus) > 0 {
+			list := &corev1.NodeList{}
+			err = listPages(ctx, c, list, func() {
+				for _, n := range list.Items {
+					byName[n.Name] = wholeNode(&n)
+				}
+			}, client.MatchingLabelsSelector{Selector: selector})
+		} else {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+			err = listPages(ctx, c, list, func() {
+				for _, n := range list.Items {
+					byName[n.Name] = Node{Name: n.Name, Labels: n.Labels}
+				}
+			}, client.MatchingLabelsSelector{Selector: selector})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+	}
+	// Nodes whose GPUs only DRA hands out may carry neither label: they
+	// are read with the rest of the cluster's nodes, in pages, which costs
+	// one list however many they are. (A slice may outlive its node for a
+	// moment: a node not found is gone.)
+	missing := false
+	for name := range gpus {
+		if _, ok := byName[name]; !ok {
+			missing = true
+		}
+	}
+	if missing {
+		list := &corev1.NodeList{}
+		err := listPages(ctx, c, list, func() {
 			for _, n := range list.Items {
-				byName[n.Name] = Node{Name: n.Name, Labels: n.Labels}
+				if _, ok := byName[n.Name]; !ok && gpus[n.Name] != nil {
+					byName[n.Name] = wholeNode(&n)
+				}
 			}
-		}, client.MatchingLabelsSelector{Selector: selector})
+		})
 		if err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
 	}
 	nodes := make([]Node, 0, len(byName))
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		nodes = append(nodes, byName[name])
+		n := byName[name]
+		n.DRA = gpus[name]
+		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// wholeNode is what init keeps of a node read whole.
+func wholeNode(n *corev1.Node) Node {
+	return Node{Name: n.Name, Labels: n.Labels, DevicePluginGPUs: devicePluginGPUs(n.Status.Allocatable)}
+}
+
+// devicePluginGPUs counts the GPUs the device plugin offers on a node:
+// whole GPUs (v1alpha1.ResourceGPU, or a share of them renamed
+// "nvidia.com/gpu.shared") and MIG devices (nvidia.com/mig-1g.10gb).
+func devicePluginGPUs(allocatable corev1.ResourceList) int64 {
+	var n int64
+	for name, q := range allocatable {
+		if r := string(name); r == v1alpha1.ResourceGPU || strings.HasPrefix(r, v1alpha1.ResourceGPU+".") || strings.HasPrefix(r, v1alpha1.ResourceMIGPrefix) {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// draNodes reads the ResourceSlices of NVIDIA's GPU DRA driver
+// (dra.DriverGPU), by node. A cluster that does not serve
+// resource.k8s.io/v1 (before Kubernetes 1.34, or with DRA off) has none:
+// its GPUs are the device plugin's, and it is read as before.
+func draNodes(ctx context.Context, c client.Client) (map[string]*dra.Node, error) {
+	var all []resourcev1.ResourceSlice
+	list := &resourcev1.ResourceSliceList{}
+	err := listPages(ctx, c, list, func() { all = append(all, list.Items...) })
+	switch {
+	case notServed(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list resourceslices: %w", err)
+	}
+	return dra.Nodes(all, dra.DriverGPU), nil
 }
 
 // operatorDeployments lists the Deployments of every namespace and keeps

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -219,6 +220,9 @@ func poolComment(p *Pool) string {
 	}
 	if p.MIG != "" {
 		parts = append(parts, fmt.Sprintf("MIG layout %s (%s).", p.MIG, v1alpha1.LabelMIGConfig))
+	}
+	if p.DRA {
+		parts = append(parts, fmt.Sprintf("Dynamic resource allocation hands its GPUs out (ResourceSlices of %s), not the device plugin.", dra.DriverGPU))
 	}
 	return strings.Join(parts, " ")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -47,12 +48,14 @@ func goldenFleets() map[string]struct {
 				return c
 			}()),
 		}},
-		// NVIDIADriver mode, a pool named by its label, the operators in
+		// NVIDIADriver mode, a pool named by its label, a pool whose GPUs
+		// DRA hands out (its driver read from the slices alone), the
+		// operators in
 		// namespaces of their own, no Network Operator, the release, the
 		// environments, the waves and the charts from flags.
 		"nvidiadriver": {clusters: []Cluster{
 			func() Cluster {
-				c := cluster("eu-1", gpuNode("n-1", h100, drv580).pool("training"), gpuNode("n-2", h100, drv580).pool("training"), gpuNode("l-1", "NVIDIA-L40S", drv580))
+				c := cluster("eu-1", gpuNode("n-1", h100, drv580).pool("training"), gpuNode("n-2", h100, drv580).pool("training"), gpuNode("l-1", "NVIDIA-L40S", drv580).without(v1alpha1.LabelGFDDriverFull).without(v1alpha1.LabelGFDDriverMajor).byDRA([]string{"NVIDIA L40S"}, "580.95.5"))
 				c.Deployments[0] = gpuOperatorDeployment("nvidia-system", "nvidia", "v25.10.1")
 				c.ClusterPolicies = []ClusterPolicy{{Name: "cluster-policy", UseNVIDIADriverCRD: true, State: "ready"}}
 				// Values as Helm keeps them after an upgrade by

@@ -12,17 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/chart"
 	rspb "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -419,6 +423,83 @@ func TestInitOnLiveClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("GPU DRA nodes: a pool read from their ResourceSlices; a pool of both kinds refused", func(t *testing.T) {
+		// An H200 pool whose GPUs NVIDIA's DRA driver hands out: one node
+		// without any label of GPU Feature Discovery's, one with them.
+		createNode(t, stg, "h200-1", map[string]string{"kubernetes.io/os": "linux"})
+		createNode(t, stg, "h200-2", gpuNodeLabels("NVIDIA-H200", initDriver))
+		createSlice(t, stg, "h200-1", "NVIDIA H200", "570.172.8")
+		createSlice(t, stg, "h200-2", "NVIDIA H200", "570.172.8")
+		code, out, errOut := run(t, append(base, "--context", "stg-h100", "-f", filepath.Join(dir, "dra.toml"), "--dry-run", "-o", "json")...)
+		if code != ExitOK {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		checkSchema(t, "InitReport", []byte(out))
+		var rep InitReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		want := []*adopt.Pool{
+			{Name: "h100", Product: "NVIDIA-H100-80GB-HBM3", Driver: initDriver, Nodes: []string{"h100-1", "h100-2"}},
+			{Name: "h200", Product: "NVIDIA-H200", Driver: initDriver, DRA: true, Nodes: []string{"h200-1", "h200-2"}},
+		}
+		if len(rep.Clusters) != 1 || !cmp.Equal(want, rep.Clusters[0].Pools) {
+			t.Fatalf("pools: %s", cmp.Diff(want, rep.Clusters))
+		}
+		// h200-1 is in its pool by its slices alone: what selects a pool's
+		// nodes needs GFD's product label, which init says how to set.
+		if len(rep.Warnings) != 1 || rep.Warnings[0].Reason != adopt.ReasonProductLabelNeeded ||
+			!strings.Contains(rep.Warnings[0].Message, "kubectl --context stg-h100 label node h200-1 nvidia.com/gpu.product=NVIDIA-H200") {
+			t.Errorf("warnings: %+v", rep.Warnings)
+		}
+
+		// The device plugin offers h100-1's GPUs, DRA h100-2's.
+		var n corev1.Node
+		if err := stg.Get(t.Context(), client.ObjectKey{Name: "h100-1"}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+		if err := stg.Status().Update(t.Context(), &n); err != nil {
+			t.Fatal(err)
+		}
+		createSlice(t, stg, "h100-2", "NVIDIA H100 80GB HBM3", "570.172.8")
+		code, out, errOut = run(t, append(base, "--context", "stg-h100", "-f", filepath.Join(dir, "dra.toml"), "--dry-run")...)
+		if code != ExitFailed {
+			t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+		}
+		for _, s := range []string{
+			"stg-h100: pool h100 mixes nodes whose GPUs the device plugin offers (allocatable nvidia.com/gpu: h100-1) with nodes whose GPUs DRA hands out (ResourceSlices of gpu.nvidia.com: h100-2)",
+			"not supported yet",
+			"kubectl --context stg-h100 label node --overwrite h100-1 gpufleet.io/pool=h100; kubectl --context stg-h100 label node --overwrite h100-2 gpufleet.io/pool=h100-dra",
+		} {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("stderr does not say %q:\n%s", s, errOut)
+			}
+		}
+
+		// Split as the message says, the two kinds are two pools.
+		labelNode(t, stg, "h100-1", map[string]string{"gpufleet.io/pool": "h100"})
+		labelNode(t, stg, "h100-2", map[string]string{"gpufleet.io/pool": "h100-dra"})
+		if code, out, errOut = run(t, append(base, "--context", "stg-h100", "-f", filepath.Join(dir, "dra.toml"), "--dry-run")...); code != ExitOK ||
+			!strings.Contains(out, `name = "h100-dra"`) {
+			t.Errorf("after the split: exit %d\n%s%s", code, out, errOut)
+		}
+
+		// Leave stg-h100 as it was.
+		for _, name := range []string{"h200-1", "h200-2", "h100-2"} {
+			if err := stg.Delete(t.Context(), &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu.nvidia.com"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, name := range []string{"h200-1", "h200-2"} {
+			if err := stg.Delete(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		labelNode(t, stg, "h100-1", nil, "gpufleet.io/pool")
+		labelNode(t, stg, "h100-2", nil, "gpufleet.io/pool")
+	})
+
 	t.Run("refuses to guess, naming the nodes", func(t *testing.T) {
 		labelNode(t, prod, "a100-2", map[string]string{"nvidia.com/cuda.driver-version.full": "570.124.06"})
 		labelNode(t, stg, "h100-2", map[string]string{"nvidia.com/gpu-driver-upgrade-state": "drain-required"})
@@ -503,12 +584,31 @@ func TestInitOnLiveClusters(t *testing.T) {
 	})
 }
 
+// createSlice creates the ResourceSlice NVIDIA's GPU DRA driver publishes
+// for node: one GPU of product (as NVML names it) on driver version
+// (semver).
+func createSlice(t *testing.T, c client.Client, node, product, version string) {
+	t.Helper()
+	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpu.nvidia.com"}, Spec: resourcev1.ResourceSliceSpec{
+		Driver: "gpu.nvidia.com", NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+			"productName":   {StringValue: ptr.To(product)},
+			"driverVersion": {VersionValue: ptr.To(version)},
+		}}},
+	}}
+	if err := c.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // grantInitReads lets user read what init reads of a cluster, Secrets
-// and ConfigMaps aside: nodes, Deployments, ClusterPolicies, NVIDIADrivers.
+// and ConfigMaps aside: nodes, ResourceSlices, Deployments,
+// ClusterPolicies, NVIDIADrivers.
 func grantInitReads(t *testing.T, c client.Client, user string) {
 	t.Helper()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"list"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list"}},
 		{APIGroups: []string{"nvidia.com"}, Resources: []string{"clusterpolicies", "nvidiadrivers"}, Verbs: []string{"list"}},
 	}}

@@ -63,6 +63,7 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 	}
 	operatorMarks(n, t)
 	ofedMarks(n, t)
+	draMarks(n, t)
 	if t.Quarantine {
 		for k, v := range quarantineLabels(&ro.Spec.Quarantine) {
 			n.Labels[k] = v

@@ -93,7 +93,7 @@ func benchRollout(b *testing.B, nodes int) {
 
 		base := liveHeap()
 		var traffic apiTraffic
-		cfg := rest.CopyConfig(cl.Config)
+		cfg := asController(cl.Config)
 		cfg.Wrap(traffic.wrap)
 		mctx, stopManager := context.WithCancel(ctx)
 		mgr, err := NewManager(mctx, cfg, Options{MetricsAddr: "0", ProbeAddr: "0", DrainRetry: time.Second, SkipNameValidation: true})

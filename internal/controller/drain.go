@@ -51,7 +51,7 @@ func (r *Reconciler) drain(ctx context.Context, node string, since time.Time, ob
 		var read bool
 		var left int
 		var err error
-		if pods, left, read, err = r.drainPods(ctx, obs.snap.Rollout, node, r.now()); err != nil {
+		if pods, left, read, err = r.drainPods(ctx, obs.snap.Rollout, node, obs.dra.claimsOrNil(), r.now()); err != nil {
 			return drainResult{}, err
 		}
 		if !read {
@@ -100,7 +100,7 @@ func (r *Reconciler) drain(ctx context.Context, node string, since time.Time, ob
 // whether they were read now, and left is what the last read found.
 // Without the watch on every pod, DrainRetry is also how soon a drain that
 // finished is seen.
-func (r *Reconciler) drainPods(ctx context.Context, ro *v1alpha1.DriverRollout, node string, now time.Time) (pods []corev1.Pod, left int, read bool, err error) {
+func (r *Reconciler) drainPods(ctx context.Context, ro *v1alpha1.DriverRollout, node string, claims planner.Claims, now time.Time) (pods []corev1.Pod, left int, read bool, err error) {
 	every := durationOr(r.DrainRetry, 5*time.Second)
 	if left, recent := r.drainReads.recent(node, now, every); recent {
 		return nil, left, false, nil
@@ -113,7 +113,7 @@ func (r *Reconciler) drainPods(ctx context.Context, ro *v1alpha1.DriverRollout, 
 	if err := r.apiReader().List(ctx, &list, client.MatchingFields{indexPodNode: node}, anyVersion); err != nil {
 		return nil, 0, false, fmt.Errorf("list pods on node %s: %w", node, err)
 	}
-	pods = podsToDrain(list.Items, &ro.Spec)
+	pods = podsToDrain(list.Items, &ro.Spec, claims)
 	r.drainReads.record(node, len(pods), now, every)
 	return pods, len(pods), true, nil
 }
@@ -125,7 +125,7 @@ const drainReadConcurrency = 8
 
 // readDrains reads, a few at a time, the pods of the draining nodes due a
 // read (see drainPods), and returns those read by node.
-func (r *Reconciler) readDrains(ctx context.Context, ro *v1alpha1.DriverRollout, nodes []string, now time.Time) (map[string][]corev1.Pod, error) {
+func (r *Reconciler) readDrains(ctx context.Context, ro *v1alpha1.DriverRollout, nodes []string, claims planner.Claims, now time.Time) (map[string][]corev1.Pod, error) {
 	read := make(map[string][]corev1.Pod, len(nodes))
 	var mu sync.Mutex
 	var errs []error
@@ -135,7 +135,7 @@ func (r *Reconciler) readDrains(ctx context.Context, ro *v1alpha1.DriverRollout,
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			pods, _, ok, err := r.drainPods(ctx, ro, node, now)
+			pods, _, ok, err := r.drainPods(ctx, ro, node, claims, now)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -58,9 +58,13 @@ func newGPUPodCache(ctx context.Context, cfg *rest.Config, scheme *runtime.Schem
 
 // trimToGPUWork keeps of a running pod that holds a GPU its name, node,
 // start time and GPU count (as a limit of one container); of any other pod
-// its name alone, without a node, so the index leaves it out. It may be
-// given what it returned (the informer transforms an object it already
-// holds again, on a relist), which it returns as it is.
+// its name alone, without a node, so the index leaves it out. A pod that
+// holds a GPU only through its ResourceClaims may: it keeps its claims
+// (spec.resourceClaims and the names of those made from templates), and
+// the pass decides on it with the claims it read (gpuWork), as a
+// transform sees one pod and no claim. It may be given what it returned
+// (the informer transforms an object it already holds again, on a
+// relist), which it returns as it is.
 func trimToGPUWork(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok || trimmed(p) {
@@ -68,17 +72,30 @@ func trimToGPUWork(obj any) (any, error) {
 	}
 	out := &corev1.Pod{TypeMeta: p.TypeMeta}
 	out.Name, out.Namespace, out.UID, out.ResourceVersion = p.Name, p.Namespace, p.UID, p.ResourceVersion
-	if p.Status.Phase != corev1.PodRunning || !planner.HoldsGPU(p, nil) {
+	// Without its claims: does it hold a GPU by its resources or labels?
+	byResources := planner.HoldsGPU(p, nil, noClaims{})
+	if p.Status.Phase != corev1.PodRunning || !byResources && len(p.Spec.ResourceClaims) == 0 {
 		return out, nil
 	}
 	out.Spec.NodeName = p.Spec.NodeName
 	out.Status.Phase = p.Status.Phase
 	out.Status.StartTime = p.Status.StartTime
+	gpus := int64(gpusOf(p))
+	if !byResources {
+		out.Spec.ResourceClaims = p.Spec.ResourceClaims
+		out.Status.ResourceClaimStatuses = p.Status.ResourceClaimStatuses
+		gpus = 0 // the claims say it, in the pass
+	}
 	out.Spec.Containers = []corev1.Container{{Name: "gpus", Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{gpuCountResource: *resource.NewQuantity(int64(gpusOf(p)), resource.DecimalSI)},
+		Limits: corev1.ResourceList{gpuCountResource: *resource.NewQuantity(gpus, resource.DecimalSI)},
 	}}}
 	return out, nil
 }
+
+// noClaims is a planner.Claims that knows of no claim holding a GPU.
+type noClaims struct{}
+
+func (noClaims) GPUs(string, string) int { return 0 }
 
 // trimmed says p is what trimToGPUWork returns: a pod with no spec but
 // its node, or with the one container that holds its GPU count.
@@ -130,7 +147,10 @@ type nodeGPUWork struct {
 // nodes among nodes[work], by node name: one read of the cache's GPU pods
 // (an index of those alone), none when no node is pending or there is no
 // cache.
-func (r *Reconciler) gpuWork(ctx context.Context, nodes []planner.Node, work []int, now time.Time) (map[string]nodeGPUWork, error) {
+//
+// A pod kept for its claims counts when claims say one of them holds a GPU
+// (or, claims nil, when it has any), its GPUs the devices they hold.
+func (r *Reconciler) gpuWork(ctx context.Context, nodes []planner.Node, work []int, claims planner.Claims, now time.Time) (map[string]nodeGPUWork, error) {
 	if r.GPUPods == nil {
 		return nil, nil
 	}
@@ -152,14 +172,24 @@ func (r *Reconciler) gpuWork(ctx context.Context, nodes []planner.Node, work []i
 		if !pending[p.Spec.NodeName] {
 			continue
 		}
-		w := out[p.Spec.NodeName]
-		w.pods++
 		gpus := 1
 		if len(p.Spec.Containers) == 1 {
 			if q, ok := p.Spec.Containers[0].Resources.Limits[gpuCountResource]; ok {
 				gpus = int(q.Value())
 			}
 		}
+		if len(p.Spec.ResourceClaims) > 0 && gpus == 0 {
+			// Kept for its claims alone (trimToGPUWork).
+			if !planner.HoldsGPU(&p, nil, claims) {
+				continue
+			}
+			gpus = 1
+			if claims != nil {
+				gpus = planner.ClaimedGPUs(&p, claims)
+			}
+		}
+		w := out[p.Spec.NodeName]
+		w.pods++
 		if p.Status.StartTime != nil && now.After(p.Status.StartTime.Time) {
 			w.seconds += float64(gpus) * now.Sub(p.Status.StartTime.Time).Seconds()
 		}

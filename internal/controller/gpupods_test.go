@@ -7,8 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
 // TestTrimToGPUWork: the GPU pod cache keeps of a running GPU pod its node,
@@ -53,5 +55,37 @@ func TestTrimToGPUWork(t *testing.T) {
 				t.Errorf("%s: %d GPUs since %v, want %d since %v", tt.name, q.Value(), p.Status.StartTime, tt.gpus, started)
 			}
 		}
+	}
+}
+
+// TestTrimToGPUWorkKeepsClaims: a pod that may hold a GPU only through
+// its ResourceClaims keeps them (the pass decides with the claims it
+// read); one that holds a GPU by its resources does not need them.
+func TestTrimToGPUWorkKeepsClaims(t *testing.T) {
+	started := metav1.NewTime(t0.Add(-time.Hour))
+	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+	statuses := []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("train-gpu-x7")}}
+	dra := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"},
+		Spec:       corev1.PodSpec{NodeName: "n1", ResourceClaims: claims, Containers: []corev1.Container{{Name: "a"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started, ResourceClaimStatuses: statuses},
+	}
+	obj, _ := trimToGPUWork(dra.DeepCopy())
+	p := obj.(*corev1.Pod)
+	if p.Spec.NodeName != "n1" || len(p.Spec.ResourceClaims) != 1 || len(p.Status.ResourceClaimStatuses) != 1 {
+		t.Fatalf("a DRA pod trimmed to %+v", p)
+	}
+	if again, _ := trimToGPUWork(p.DeepCopy()); !equality.Semantic.DeepEqual(again, p) {
+		t.Errorf("trimmed twice: %+v, once: %+v", again, p)
+	}
+	held := &claimView{gpus: map[string]int{"ml/train-gpu-x7": 2}}
+	if got := planner.ClaimedGPUs(p, held); got != 2 {
+		t.Errorf("the trimmed pod's claims hold %d GPUs, want 2", got)
+	}
+	both := dra.DeepCopy()
+	both.Spec.Containers[0].Resources.Limits = corev1.ResourceList{v1alpha1.ResourceGPU: resource1}
+	obj, _ = trimToGPUWork(both)
+	if p := obj.(*corev1.Pod); len(p.Spec.ResourceClaims) != 0 || p.Spec.Containers[0].Resources.Limits.Name(gpuCountResource, "").Value() != 1 {
+		t.Errorf("a pod with a GPU request and a claim trimmed to %+v", p)
 	}
 }

@@ -223,7 +223,12 @@ func TestPodsToDrain(t *testing.T) {
 		pod("init", func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{v1alpha1.ResourceGPU: resource1}}}}
 		}),
-		pod("dra", func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} }),
+		pod("dra", func(p *corev1.Pod) {
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
+		}),
+		pod("dra-nic", func(p *corev1.Pod) {
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimName: ptr.To("nic-claim")}}
+		}),
 		pod("mounts-devices", func(p *corev1.Pod) { p.Labels = map[string]string{"uses": "nvidia-devices"} }),
 		pod("nic", gpu("nvidia.com/hostdev")),
 	}
@@ -235,10 +240,12 @@ func TestPodsToDrain(t *testing.T) {
 		{"unset: the GPU pods", v1alpha1.EvictSpec{}, []string{"terminating", "trainer", "shared", "mig", "init", "dra"}},
 		{"GPUPods and a selector", v1alpha1.EvictSpec{Mode: v1alpha1.EvictGPUPods, GPUPodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"uses": "nvidia-devices"}}},
 			[]string{"terminating", "trainer", "shared", "mig", "init", "dra", "mounts-devices"}},
-		{"All", v1alpha1.EvictSpec{Mode: v1alpha1.EvictAll}, []string{"app", "terminating", "rs", "trainer", "shared", "mig", "init", "dra", "mounts-devices", "nic"}},
+		{"All", v1alpha1.EvictSpec{Mode: v1alpha1.EvictAll}, []string{"app", "terminating", "rs", "trainer", "shared", "mig", "init", "dra", "dra-nic", "mounts-devices", "nic"}},
 	} {
+		// The claims as read: gpu-claim holds a GPU, nic-claim a NIC.
+		claims := &claimView{gpus: map[string]int{"ns/gpu-claim": 1}}
 		var got []string
-		for _, p := range podsToDrain(pods, &v1alpha1.DriverRolloutSpec{Evict: tt.evict}) {
+		for _, p := range podsToDrain(pods, &v1alpha1.DriverRolloutSpec{Evict: tt.evict}, claims) {
 			got = append(got, p.Name)
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {

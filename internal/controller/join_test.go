@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -92,7 +93,19 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 		}
 	}
 	register("joins-cordoned", true, nil)
-	register("joins-quarantined", false, map[string]string{v1alpha1.LabelQuarantined: "true"})
+	// Quarantined by a rollout earlier: only the controller writes the
+	// label (config/admission), so its service account puts it on, before
+	// the node carries the product the rollout selects.
+	register("joins-quarantined", false, map[string]string{"nvidia.com/gpu.product": "not-yet"})
+	label := func(c client.Client, key, value string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+		if err := c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "joins-quarantined"}}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label(controllerClient(t), v1alpha1.LabelQuarantined, "true")
+	label(c, "nvidia.com/gpu.product", product)
 	waitFor(t, 15*time.Second, "joins-cordoned labelled", func() (bool, string) {
 		n := getNode(t, "joins-cordoned")
 		return n.Labels[v1alpha1.LabelDriver] == newDriver, fmt.Sprint(n.Labels)

@@ -12,6 +12,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpufleet/gpufleet/config"
 )
 
 func freeAddr(t *testing.T) string {
@@ -41,9 +43,11 @@ func TestManagerServes(t *testing.T) {
 	env(t)
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := NewManager(ctx, suite.cfg.Config, Options{
+	// As the Deployment runs it: its service account, its lease in its
+	// namespace (config/rbac's Role).
+	mgr, err := NewManager(ctx, asController(suite.cfg.Config), Options{
 		MetricsAddr: metricsAddr, ProbeAddr: probeAddr,
-		LeaderElect: true, LeaderElectionNamespace: "default",
+		LeaderElect: true, LeaderElectionNamespace: config.Namespace,
 		SkipNameValidation: true,
 	})
 	if err != nil {
@@ -67,7 +71,7 @@ func TestManagerServes(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "leader lease", func() (bool, string) {
 		var lease coordinationv1.Lease
-		err := suite.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: Name + ".gpufleet.io"}, &lease)
+		err := suite.c.Get(ctx, client.ObjectKey{Namespace: config.Namespace, Name: Name + ".gpufleet.io"}, &lease)
 		return err == nil && lease.Spec.HolderIdentity != nil, fmt.Sprint(err)
 	})
 	// A rollout over no node: reconciled at once, its metrics appear.

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -245,27 +244,24 @@ func TestOverlappingRolloutsOneOwner(t *testing.T) {
 
 // TestAdmissionPolicy proves config/admission refuses, on the real API
 // server, what the contract forbids: moving a node from one rollout to
-// another (anyone), and, for the controller's service account, lifting or
-// dropping the mark of an admin's cordon. The controller's ordinary writes
-// pass.
+// another (anyone), writing the labels only the controller writes (anyone
+// else), and, for the controller's service account, lifting or dropping
+// the mark of an admin's cordon. The controller's ordinary writes pass,
+// under its own RBAC (config/rbac). internal/render's
+// TestNodePolicyOnTheAPIServer plays every label's every case.
 func TestAdmissionPolicy(t *testing.T) {
 	env(t)
 	ctx := context.Background()
 	name := "admission-node"
+	// An admin's cordoned node, which the controller's rollout a took.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels:      map[string]string{v1alpha1.LabelRollout: "a", v1alpha1.LabelPhase: "Done"},
 		Annotations: map[string]string{v1alpha1.AnnotationAdminCordoned: "true"}},
 		Spec: corev1.NodeSpec{Unschedulable: true}}
 	if err := suite.c.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = suite.c.Delete(ctx, node) })
-	cfg := rest.CopyConfig(suite.cfg.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:gpufleet-system:" + Name}
-	sa, err := client.New(cfg, client.Options{Scheme: testScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sa := controllerClient(t)
 	// The node lifecycle controller taints the node (no kubelet reports
 	// it): a conflict is its write, not a refusal, and is tried again.
 	patch := func(c client.Client, edit func(*corev1.Node)) (err error) {
@@ -281,6 +277,11 @@ func TestAdmissionPolicy(t *testing.T) {
 		return err
 	}
 	refused := func(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) }
+	if err := patch(sa, func(n *corev1.Node) {
+		n.Labels = map[string]string{v1alpha1.LabelRollout: "a", v1alpha1.LabelPhase: string(v1alpha1.NodeDone)}
+	}); err != nil {
+		t.Fatalf("the controller takes the node: %v", err)
+	}
 	tests := []struct {
 		name    string
 		c       client.Client
@@ -288,6 +289,10 @@ func TestAdmissionPolicy(t *testing.T) {
 		refused string // part of the refusal; empty: allowed
 	}{
 		{"an admin moves the node to another rollout", suite.c, func(n *corev1.Node) { n.Labels[v1alpha1.LabelRollout] = "b" }, "never moved to b"},
+		{"an admin sets the node's phase", suite.c, func(n *corev1.Node) { n.Labels[v1alpha1.LabelPhase] = "Soaking" }, "may not write node label " + v1alpha1.LabelPhase},
+		{"an admin releases the node", suite.c, func(n *corev1.Node) { delete(n.Labels, v1alpha1.LabelRollout) }, "may not write node label " + v1alpha1.LabelRollout},
+		{"an admin flips the node's driver", suite.c, func(n *corev1.Node) { n.Labels[v1alpha1.LabelDriver] = "580.95.05" }, "may not write node label " + v1alpha1.LabelDriver},
+		{"an admin labels the node's pool", suite.c, func(n *corev1.Node) { n.Labels[v1alpha1.LabelPool] = "h100" }, ""},
 		{"the controller moves the node to another rollout", sa, func(n *corev1.Node) { n.Labels[v1alpha1.LabelRollout] = "b" }, "never moved to b"},
 		{"the controller uncordons an admin's node", sa, func(n *corev1.Node) { n.Spec.Unschedulable = false }, "never uncordons it"},
 		{"the controller drops the mark of a cordoned node", sa, func(n *corev1.Node) { delete(n.Annotations, v1alpha1.AnnotationAdminCordoned) }, "never drops"},

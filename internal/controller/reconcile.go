@@ -26,7 +26,8 @@ import (
 // The controller's permissions, from which hack/generate-rbac.sh writes
 // config/rbac/role.yaml. Least privilege: no Secrets, no wildcards; it
 // writes only Nodes (labels, annotations, cordon, taint), evictions, Events
-// and its own DriverRollouts. The namespaced rules are for leader election:
+// and its own DriverRollouts; it reads ResourceClaims and ResourceSlices
+// for the GPUs dynamic resource allocation hands out. The namespaced rules are for leader election:
 // its lease, and the Events it records about the lease.
 //
 // +kubebuilder:rbac:groups=gpufleet.io,resources=driverrollouts,verbs=get;list;watch;update;patch
@@ -36,6 +37,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims;resourceslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=mellanox.com,resources=nicclusterpolicies,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=gpufleet-system
@@ -287,6 +289,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			}
 		case v1alpha1.NodeSoaking:
 			soaking = true
+		}
+		if draWaiting(n, phase) {
+			// Claims released, a plugin gone or back, slices
+			// republished: nothing watched says so.
+			after = sooner(after, durationOr(r.DrainRetry, 5*time.Second))
 		}
 	}
 	if soaking && ro.Spec.Health.Prometheus != nil {

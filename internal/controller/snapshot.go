@@ -35,6 +35,12 @@ type observation struct {
 	// evict are, per node being drained whose pods this pass read, the
 	// pods still to evict.
 	evict map[string][]corev1.Pod
+	// dra is the pass's reading of dynamic resource allocation; nil where
+	// the cluster serves none.
+	dra *draView
+	// draWaiting: a node waits in a DRA step of its driver swap, which no
+	// watched change ends (see draWaiting).
+	draWaiting bool
 	// orphans are nodes naming a rollout that no longer exists.
 	orphans []*corev1.Node
 }
@@ -79,15 +85,20 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 		}
 		obs.snap.Nodes = append(obs.snap.Nodes, n)
 	}
+	// Claims and slices first: which pods hold a GPU depends on them.
+	if obs.dra, err = r.readDRA(ctx, &ro.Spec); err != nil {
+		return nil, err
+	}
+	claims := obs.dra.claimsOrNil()
 	// The pods of draining nodes come from the API server: read them all
 	// at once rather than one node after the other.
-	read, err := r.readDrains(ctx, ro, draining, now)
+	read, err := r.readDrains(ctx, ro, draining, claims, now)
 	if err != nil {
 		return nil, err
 	}
 	// What starting each pending node would cost (planner.Node.GPUWork):
 	// the GPU pods of the cache, read once for all of them.
-	gpu, err := r.gpuWork(ctx, obs.snap.Nodes, work, now)
+	gpu, err := r.gpuWork(ctx, obs.snap.Nodes, work, claims, now)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +126,9 @@ func (r *Reconciler) observe(ctx context.Context, ro *v1alpha1.DriverRollout, no
 			}
 		}
 		if err := r.observeWork(ctx, ro, obs.nodes[n.Name], n, obs, read, now); err != nil {
+			return nil, err
+		}
+		if err := r.observeDRA(ctx, ro, obs.nodes[n.Name], n, obs.dra); err != nil {
 			return nil, err
 		}
 	}
@@ -275,12 +289,15 @@ func observeNode(node *corev1.Node, rollout string, now time.Time) planner.Node 
 // stay), mirror pods (the kubelet owns them) and pods that have finished.
 // A pod already being deleted still counts until it is gone, because its
 // containers may still hold the GPU.
-func podsToDrain(pods []corev1.Pod, spec *v1alpha1.DriverRolloutSpec) []corev1.Pod {
+//
+// claims tells which claims hold a GPU (planner.HoldsGPU); nil, any claim
+// does.
+func podsToDrain(pods []corev1.Pod, spec *v1alpha1.DriverRolloutSpec, claims planner.Claims) []corev1.Pod {
 	all := planner.EvictModeOf(spec) == v1alpha1.EvictAll
 	sel := planner.GPUPodSelector(spec)
 	var out []corev1.Pod
 	for _, p := range pods {
-		if skipDrain(&p) || !all && !planner.HoldsGPU(&p, sel) {
+		if skipDrain(&p) || !all && !planner.HoldsGPU(&p, sel, claims) {
 			continue
 		}
 		out = append(out, p)

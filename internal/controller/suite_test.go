@@ -16,11 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/admission"
 	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/planner"
@@ -34,8 +37,10 @@ import (
 // Operator's NVIDIADriver would run (package nodesimtest), whose pods the
 // real DaemonSet controller puts on the nodes as their gpufleet.io/driver
 // labels say. Each test runs its own controller manager (in-process, for
-// real) against its own pool of nodes and stops it at the end; tests run
-// one at a time, so only one controller acts at once.
+// real, as the controller's service account under config/rbac and the
+// admission policies of config/admission) against its own pool of nodes
+// and stops it at the end; tests run one at a time, so only one controller
+// acts at once.
 
 // driverNamespace holds the driver DaemonSets and their pods, as the GPU
 // Operator's namespace does.
@@ -111,7 +116,12 @@ func env(t testing.TB) client.Client {
 			suite.err = err
 			return
 		}
-		suite.sim = nodesim.New(cl.Client, nodesim.Options{DriverNamespace: driverNamespace, InstallTime: time.Second, Resync: 200 * time.Millisecond})
+		kube, err := kubernetes.NewForConfig(cl.Config)
+		if err != nil {
+			suite.err = err
+			return
+		}
+		suite.sim = nodesim.New(cl.Client, nodesim.Options{DriverNamespace: driverNamespace, InstallTime: time.Second, Resync: 200 * time.Millisecond, Kube: kube})
 		ctx, cancel := context.WithCancel(context.Background())
 		suite.stop = cancel
 		suite.done = make(chan struct{})
@@ -151,7 +161,7 @@ func startController(t testing.TB, clock Clock, wrap func(client.Client) client.
 func startControllerVersion(t testing.TB, clock Clock, wrap func(client.Client) client.Client, version string) *controllerRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := NewManager(ctx, suite.cfg.Config, Options{
+	mgr, err := NewManager(ctx, asController(suite.cfg.Config), Options{
 		MetricsAddr: "0", ProbeAddr: "0", Clock: clock,
 		DrainRetry: 300 * time.Millisecond, HealthPoll: time.Second,
 		SkipNameValidation: true, WrapClient: wrap, Version: version,
@@ -164,6 +174,29 @@ func startControllerVersion(t testing.TB, clock Clock, wrap func(client.Client) 
 	go func() { run.done <- mgr.Start(ctx) }()
 	t.Cleanup(run.stop)
 	return run
+}
+
+// asController is cfg impersonating the controller's service account, so
+// that what the controller writes has exactly the rights of config/rbac
+// and passes the admission policies as the installed controller's writes
+// must (they let that account alone write its node labels and
+// DriverRollout status).
+func asController(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Impersonate = rest.ImpersonationConfig{UserName: admission.ControllerUser}
+	return out
+}
+
+// controllerClient is a client as the controller's service account, for
+// what a test writes in the controller's place (a state an earlier
+// controller left).
+func controllerClient(t testing.TB) client.Client {
+	t.Helper()
+	c, err := client.New(asController(suite.cfg.Config), client.Options{Scheme: testScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func (r *controllerRun) stop() {

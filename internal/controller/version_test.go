@@ -42,10 +42,11 @@ func TestOlderControllerLeavesANewerOnesRollout(t *testing.T) {
 	nodes, _ := pool(t, "superseded", 2, "570.172.08")
 	ro := newRollout("superseded", "superseded", "570.172.08", "580.95.05")
 	create(t, ro)
-	// What a newer controller wrote before it went away.
+	// What a newer controller wrote before it went away (as the
+	// controller's service account: nobody else writes the status).
 	base := ro.DeepCopy()
 	ro.Status.ControllerVersion = "v0.10.0"
-	if err := suite.c.Status().Patch(ctx, ro, client.MergeFrom(base)); err != nil {
+	if err := controllerClient(t).Status().Patch(ctx, ro, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -144,7 +144,9 @@ type Node struct {
 	// Phase is the node's phase in Rollout ("Pending" when not started).
 	Phase   string `json:"phase"`
 	Rollout string `json:"rollout,omitempty"`
-	// Driver is the version GPU Feature Discovery reports.
+	// Driver is the version the node reports, as the gate reads it
+	// (gate.NodeDriver): GPU Feature Discovery's label, or where it has
+	// none, its GPU DRA ResourceSlices'.
 	Driver        string `json:"driver,omitempty"`
 	OnTarget      bool   `json:"onTarget"`
 	Ready         bool   `json:"ready"`

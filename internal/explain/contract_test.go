@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 	"github.com/gpufleet/gpufleet/internal/gate"
@@ -424,8 +425,24 @@ func breakOne(r *rand.Rand, e gate.Expected, o *Observed) string {
 		n := &o.Nodes[i]
 		switch r.IntN(11) {
 		case 0:
-			n.Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15"
-			return n.Name + " on another driver"
+			// The GPU DRA driver's slices say the driver too: where they
+			// disagree with the label, or say it alone.
+			slices := &dra.Node{Name: n.Name, Slices: []string{n.Name + "-gpu.nvidia.com"}, DriverVersions: []string{"550.54.15"}}
+			if o.DRA == nil {
+				o.DRA = map[string]*dra.Node{}
+			}
+			switch r.IntN(3) {
+			case 0:
+				n.Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15"
+				return n.Name + " on another driver"
+			case 1:
+				o.DRA[n.Name] = slices
+				return n.Name + "'s DRA slices on another driver than its label"
+			default:
+				o.DRA[n.Name] = slices
+				delete(n.Labels, v1alpha1.LabelGFDDriverFull)
+				return n.Name + " on another driver by its DRA slices alone"
+			}
 		case 10:
 			delete(n.Labels, v1alpha1.LabelOperatorUpgradeSkip)
 			return n.Name + " not held"

@@ -139,11 +139,12 @@ func (w *walker) nodes() {
 	covered := map[gate.CheckID]bool{}
 	for _, n := range w.rolloutNodes() {
 		st := nodeStateOf(n)
+		driver := w.o.Driver(n)
 		info := Node{
-			Name: n.Name, Phase: string(st.Phase.OrPending()), Rollout: st.Rollout, Driver: n.Labels[v1alpha1.LabelGFDDriverFull],
+			Name: n.Name, Phase: string(st.Phase.OrPending()), Rollout: st.Rollout, Driver: driver.Version,
 			Ready: planner.NodeReady(&n), Cordoned: n.Spec.Unschedulable, Failed: st.Failed,
 		}
-		info.OnTarget = planner.DriverMatches(info.Driver, w.a.Driver)
+		info.OnTarget = driver.Runs(w.a.Driver)
 		info.AdminCordoned = n.Spec.Unschedulable && (st.AdminCordoned || !st.Phase.HoldsCordon())
 		if !st.Since.IsZero() {
 			info.Since = st.Since.UTC().Format(time.RFC3339)
@@ -188,7 +189,7 @@ func (w *walker) nodeFails(n corev1.Node) []gate.CheckID {
 		}
 	}
 	if p := w.e.PoolOf(n); p != nil && w.e.Release != nil {
-		add(gate.PoolDriverCheck(p.Name), !planner.DriverMatches(n.Labels[v1alpha1.LabelGFDDriverFull], w.e.Release.Driver))
+		add(gate.PoolDriverCheck(p.Name), !w.o.Driver(n).Runs(w.e.Release.Driver))
 		add(gate.PoolDriverLabelCheck(p.Name), gate.DriverUnlabelled(w.e, n))
 		add(gate.PoolHeldCheck(p.Name), !gate.Held(w.e, n))
 		add(gate.PoolReadyCheck(p.Name), !planner.NodeReady(&n))
@@ -257,6 +258,10 @@ func (w *walker) node(n corev1.Node, info Node, st v1alpha1.NodeState) (Link, bo
 		l.Message = "the node is " + string(phase)
 		if !st.Since.IsZero() {
 			l.Message += " since " + st.Since.UTC().Format(time.RFC3339)
+		}
+		if wait := planner.DRAWaitOf(phase, n.Labels, w.a.Driver); wait != "" {
+			// A DRA node's swap in its steps (the planner's dra.go).
+			l.Message += ", and waits for " + wait
 		}
 		return l, false
 	default:

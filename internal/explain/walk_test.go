@@ -280,3 +280,26 @@ func TestWalkNodeNotHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkDRANodeWaits: a DRA node in its swap says what it waits for, as
+// its labels tell it: its plugin stopped until the new driver is Ready.
+func TestWalkDRANodeWaits(t *testing.T) {
+	f, e, o := converged(t)
+	o.Rollout.Status.Phase, o.Rollout.Status.Conditions = v1alpha1.PhaseProgressing, nil
+	o.Rollout.Status.Nodes.Done--
+	n := &o.Nodes[1]
+	n.Labels[v1alpha1.LabelGFDDriverFull] = "550.54.15"
+	n.Labels[v1alpha1.LabelRollout], n.Labels[v1alpha1.LabelPhase] = e.Rollout, string(v1alpha1.NodeInstalling)
+	n.Labels[v1alpha1.LabelDRAPlugin] = v1alpha1.DRAPluginPaused
+	n.Spec.Unschedulable = true
+	a := Walk(f, e, o)
+	for _, l := range a.Chain {
+		if l.Step == StepNode && l.Object.Name == n.Name {
+			if !strings.Contains(l.Message, "the node is Installing, and waits for the new driver's pod to be Ready; its DRA kubelet plugin stays stopped until then") {
+				t.Errorf("the node's link says %q", l.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("no link of node %s in %+v", n.Name, a.Chain)
+}

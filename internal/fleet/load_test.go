@@ -84,8 +84,8 @@ func TestParseReportsEveryProblemWithPosition(t *testing.T) {
 				return "[controller]\nimage = \"registry.internal.example/gpufleet-controller:v1\"\n\n" + s
 			},
 			want: []string{
-				`f.toml:2:1: controller.image: "registry.internal.example/gpufleet-controller:v1" names a tag or digest: write the repository alone; each release's controller version is the tag`,
-				`f.toml:8:1: releases.r1.controller: "latest" is not a gpufleet-controller version such as v0.9.0 (the image's tag)`,
+				`f.toml:2:1: controller.image: "registry.internal.example/gpufleet-controller:v1" names a tag without a digest: write the repository alone (each release's controller version is the tag, and may pin its build: controller = "v0.9.0@sha256:…"), or pin one image for every cluster by digest (registry.internal.example/gpufleet-controller@sha256:…)`,
+				`f.toml:8:1: releases.r1.controller: "latest" is not a gpufleet-controller version such as v0.9.0 (the image's tag), optionally pinned to its build as v0.9.0@sha256:<64 hex digits>`,
 			},
 		},
 		{

@@ -46,6 +46,8 @@ type rawPolicySettings struct {
 	WaitTimeout       *string     `toml:"wait-timeout"`
 	MaintenanceDomain *string     `toml:"maintenance-domain"`
 	DomainSize        *int        `toml:"domain-size"`
+	DRADrivers        []string    `toml:"dra-drivers"`
+	DRAPluginSelector *string     `toml:"dra-plugin-selector"`
 }
 
 type rawWindow struct {
@@ -150,6 +152,8 @@ func (p Policy) clone() Policy {
 	p.Health.EventReasons = slices.Clone(p.Health.EventReasons)
 	p.GPUPodSelector = p.GPUPodSelector.DeepCopy()
 	p.WaitForPods = p.WaitForPods.DeepCopy()
+	p.DRADrivers = slices.Clone(p.DRADrivers)
+	p.DRAPluginSelector = p.DRAPluginSelector.DeepCopy()
 	return p
 }
 
@@ -329,7 +333,25 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 		}
 		bad(key, "wait-for-pods and wait-timeout go together: the pods a drain leaves to finish, and for how long (e.g. wait-for-pods = \"app=trainer\", wait-timeout = \"4h\")")
 	}
-	if s.MaintenanceDomain != nil {
+	selector(&p.DRAPluginSelector, s.DRAPluginSelector, "dra-plugin-selector")
+	if s.DRADrivers != nil {
+		p.DRADrivers = nil
+		for i, d := range s.DRADrivers {
+			if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 || len(d) > 63 {
+				bad(fmt.Sprintf("dra-drivers[%d]", i), "%q is not a DRA driver name such as %q (a DNS subdomain of at most 63 characters)", d, v1alpha1.DRADriverGPU)
+				continue
+			}
+			p.DRADrivers = append(p.DRADrivers, d)
+		}
+		if len(s.DRADrivers) == 0 {
+			bad("dra-drivers", "dra-drivers is empty: leave it out for NVIDIA's (%s), or name the drivers whose devices are GPUs", strings.Join(v1alpha1.DefaultDRADrivers, ", "))
+		}
+	}
+	if s.MaintenanceDomain != nil && *s.MaintenanceDomain == MaintenanceDomainComputeDomain {
+		// The ComputeDomains: NVIDIA's label of them, which the
+		// controller reads from the nodes' claims as well.
+		p.MaintenanceDomain = v1alpha1.LabelComputeDomain
+	} else if s.MaintenanceDomain != nil {
 		if errs := validation.IsQualifiedName(*s.MaintenanceDomain); len(errs) > 0 {
 			bad("maintenance-domain", "%q is not a node label key such as %q (an optional DNS prefix and a slash, then letters, digits, '-', '_' or '.')", *s.MaintenanceDomain, v1alpha1.LabelGFDClique)
 		} else {
@@ -403,7 +425,11 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 // What a fleet file's evict says, and the API's mode for each.
 const (
 	EvictGPUPods = "gpu-pods"
-	EvictAll     = "all"
+	// MaintenanceDomainComputeDomain, as maintenance-domain, makes the
+	// ComputeDomains of NVIDIA's DRA driver the maintenance domains: it
+	// stands for their node label, v1alpha1.LabelComputeDomain.
+	MaintenanceDomainComputeDomain = "computedomain"
+	EvictAll                       = "all"
 )
 
 var evictModes = map[string]v1alpha1.EvictMode{EvictGPUPods: v1alpha1.EvictGPUPods, EvictAll: v1alpha1.EvictAll}

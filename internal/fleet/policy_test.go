@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,38 @@ func TestPolicyMaintenanceDomain(t *testing.T) {
 				t.Errorf("%d errors, want %d:\n%v", len(got), len(tt.want), err)
 			}
 		})
+	}
+}
+
+// TestPolicyDRA: dra-drivers and dra-plugin-selector go through to the
+// policy, a bad driver name or selector is refused at its key, and
+// maintenance-domain = "computedomain" stands for NVIDIA's ComputeDomain
+// label.
+func TestPolicyDRA(t *testing.T) {
+	src := strings.Replace(mustRead(t, "testdata/minimal.toml"), "[policy]\n",
+		"[policy]\ndra-drivers = [\"gpu.nvidia.com\", \"gpu.example.com\"]\ndra-plugin-selector = \"app=dra-plugin\"\nmaintenance-domain = \"computedomain\"\ndomain-size = 2\nmax-unavailable = 2\n", 1)
+	f, err := Parse("f.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.PolicyFor("stg")
+	if !slices.Equal(p.DRADrivers, []string{"gpu.nvidia.com", "gpu.example.com"}) {
+		t.Errorf("dra-drivers: %v", p.DRADrivers)
+	}
+	if p.DRAPluginSelector == nil || p.DRAPluginSelector.MatchLabels["app"] != "dra-plugin" {
+		t.Errorf("dra-plugin-selector: %+v", p.DRAPluginSelector)
+	}
+	if p.MaintenanceDomain != v1alpha1.LabelComputeDomain {
+		t.Errorf("maintenance-domain computedomain: %q, want %q", p.MaintenanceDomain, v1alpha1.LabelComputeDomain)
+	}
+	if d := DefaultPolicy(); d.DRADrivers != nil || d.DRAPluginSelector != nil {
+		t.Errorf("the default policy names DRA drivers %v or a plugin selector %v: the API's defaults are the one place", d.DRADrivers, d.DRAPluginSelector)
+	}
+	src = strings.Replace(mustRead(t, "testdata/minimal.toml"), "[policy]\n", "[policy]\ndra-drivers = [\"GPU Driver\"]\ndra-plugin-selector = \"=\"\n", 1)
+	_, err = Parse("f.toml", []byte(src))
+	for _, want := range []string{`policy.dra-drivers[0]: "GPU Driver" is not a DRA driver name`, `policy.dra-plugin-selector: "=" is not a label selector`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("no error %q in: %v", want, err)
+		}
 	}
 }

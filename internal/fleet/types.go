@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/imageref"
 	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
@@ -64,19 +66,42 @@ type Charts struct {
 // Controller says where gpufleet-controller's image comes from
 // ([controller]); each release names the version (Release.Controller).
 type Controller struct {
-	// Image is the image repository without a tag, e.g.
-	// "registry.example.com/gpufleet/gpufleet-controller": the release's
-	// controller version is its tag. A mirror is one line.
+	// Image is either the image repository without a tag, e.g.
+	// "registry.example.com/gpufleet/gpufleet-controller" (the release's
+	// controller version is its tag, and may carry the build's digest),
+	// or one image pinned by digest for every release,
+	// "<repository>[:<tag>]@sha256:<64 hex digits>", written as it is. A
+	// mirror is one line. validateControllers reads it with imageref, the
+	// one parser of image references.
 	Image string `toml:"image"`
 }
 
-// ControllerImage is the image reference of release r's controller
-// ("<image>:<version>"); empty when r names no controller version.
+// Pinned reports whether Image names one image by digest, the image every
+// cluster runs whatever its release.
+func (c Controller) Pinned() bool {
+	ref, err := imageref.Parse(c.Image)
+	return err == nil && ref.Pinned()
+}
+
+// ControllerImage is the image reference of release r's controller:
+// "<image>:<controller>" ("…:v0.9.0", or "…:v0.9.0@sha256:…" where the
+// release pins its build), or the pinned image itself; empty when r names
+// no controller version.
 func (f *Fleet) ControllerImage(r *Release) string {
 	if r == nil || r.Controller == "" {
 		return ""
 	}
+	if f.Controller.Pinned() {
+		return f.Controller.Image
+	}
 	return f.Controller.Image + ":" + r.Controller
+}
+
+// ControllerVersion is the version part of r.Controller ("v0.9.0" of
+// "v0.9.0@sha256:…"): what the controller's Deployment is labelled with.
+func (r *Release) ControllerVersion() string {
+	v, _, _ := strings.Cut(r.Controller, "@")
+	return v
 }
 
 // Chart modes.
@@ -96,10 +121,11 @@ type Release struct {
 	GPUOperator     string `toml:"gpu-operator"`
 	NetworkOperator string `toml:"network-operator"`
 	// Controller is gpufleet-controller's version (its image tag, e.g.
-	// "v0.9.0"): render installs the controller at it on every cluster the
-	// release reaches. Empty in every release, or set in every release (see
-	// validateControllers): a release without it would remove the
-	// controller from the clusters it reaches.
+	// "v0.9.0"), optionally pinned to one build by its digest
+	// ("v0.9.0@sha256:<64 hex digits>"): render installs the controller at
+	// it on every cluster the release reaches. Empty in every release, or
+	// set in every release (see validateControllers): a release without it
+	// would remove the controller from the clusters it reaches.
 	Controller string `toml:"controller"`
 	// Driver is the GPU driver version, e.g. "580.95.05", or with
 	// Precompiled a driver branch, e.g. "570".
@@ -266,6 +292,11 @@ type Policy struct {
 	// Empty and zero when none.
 	MaintenanceDomain string
 	DomainSize        int
+	// DRADrivers are the DRA drivers whose devices are GPUs
+	// (v1alpha1.DRASpec); nil: NVIDIA's. DRAPluginSelector selects their
+	// kubelet plugin's pods; nil: the nvidia-dra-driver-gpu chart's.
+	DRADrivers        []string
+	DRAPluginSelector *metav1.LabelSelector
 }
 
 // Amount is a node count or a percentage of the nodes.

@@ -2,10 +2,14 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/imageref"
 )
 
 var (
@@ -120,8 +124,8 @@ func (f *Fleet) validateRelease(probs *problemList, r *Release) {
 		checkDriver(probs, key, r)
 	}
 	checkOFEDDriver(probs, key, r)
-	if r.Controller != "" && !chartVersion.MatchString(r.Controller) {
-		probs.add(key+".controller", "%q is not a gpufleet-controller version such as v0.9.0 (the image's tag)", r.Controller)
+	if v := r.ControllerVersion(); r.Controller != "" && !chartVersion.MatchString(v) {
+		probs.add(key+".controller", "%q is not a gpufleet-controller version such as v0.9.0 (the image's tag), optionally pinned to its build as v0.9.0@sha256:<64 hex digits>", r.Controller)
 	}
 }
 
@@ -151,10 +155,6 @@ func checkEmptyVersions(probs *problemList, key string, r *Release) map[string]b
 	return empty
 }
 
-// imageRepository is an image reference without tag or digest: host[:port]
-// and path segments of lower-case letters, digits and separators.
-var imageRepository = regexp.MustCompile(`^([a-zA-Z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$`)
-
 // validateControllers checks [controller] and the releases' controller
 // versions together. Either no release names a controller version (the
 // controller is installed outside the fleet file, by hand) or every
@@ -171,20 +171,60 @@ func (f *Fleet) validateControllers(probs *problemList) {
 		}
 	}
 	img := f.Controller.Image
+	var ref imageref.Ref
+	var err error
+	if img != "" {
+		ref, err = imageref.Parse(img)
+	}
 	switch {
 	case img == "" && len(with) > 0:
 		probs.add("controller", `image is required where releases name a controller version (releases %s): the image repository without a tag, e.g. image = "registry.example.com/gpufleet/gpufleet-controller"`, strings.Join(with, ", "))
-	case strings.Contains(img[strings.LastIndex(img, "/")+1:], ":") || strings.Contains(img, "@"):
-		probs.add("controller.image", "%q names a tag or digest: write the repository alone; each release's controller version is the tag", img)
-	case img != "" && !imageRepository.MatchString(img):
-		probs.add("controller.image", "%q is not an image repository such as registry.example.com/gpufleet/gpufleet-controller", img)
+	case err != nil:
+		probs.add("controller.image", "%v: write the repository alone, e.g. registry.example.com/gpufleet/gpufleet-controller, or one image pinned by digest, …/gpufleet-controller@sha256:<64 hex digits>", err)
+	case ref.Tag != "" && !ref.Pinned():
+		probs.add("controller.image", "%q names a tag without a digest: write the repository alone (each release's controller version is the tag, and may pin its build: controller = \"v0.9.0@sha256:…\"), or pin one image for every cluster by digest (%s@sha256:…)", img, ref.Repository)
 	case img != "" && len(with) == 0:
 		probs.add("controller.image", "no release names a controller version: add controller = \"v0.9.0\" (say) to each release, or drop [controller]")
+	case ref.Pinned():
+		f.validatePinnedController(probs, ref, with)
+	case img != "":
+		// Each release's image is what render writes: the one parser reads
+		// it whole, so a release's digest is checked as a runtime reads it.
+		for _, name := range with {
+			if _, err := imageref.Parse(f.ControllerImage(f.Releases[name])); err != nil {
+				probs.add(joinKey("releases", name)+".controller", "%v", err)
+			}
+		}
 	}
 	if len(with) > 0 {
 		for _, name := range without {
 			probs.add(joinKey("releases", name), "controller is required: releases %s name a controller version, and a release without one would remove gpufleet-controller from every cluster it reaches", strings.Join(with, ", "))
 		}
+	}
+}
+
+// validatePinnedController checks the releases against a [controller]
+// image pinned by digest. That one image is what every cluster runs,
+// whatever its release, so the releases all name its one version (the
+// Deployment's version label, and the image's tag where it has one) and
+// none pins a build of its own: a second pin, or a version the image is
+// not, would be a label that lies about what runs.
+func (f *Fleet) validatePinnedController(probs *problemList, ref imageref.Ref, with []string) {
+	versions := map[string]bool{}
+	for _, name := range with {
+		r := f.Releases[name]
+		key := joinKey("releases", name) + ".controller"
+		switch {
+		case r.Controller != r.ControllerVersion():
+			probs.add(key, "%q pins a build, and [controller] image pins one for every release already (%s): pin in one place", r.Controller, f.Controller.Image)
+		case ref.Tag != "" && r.Controller != ref.Tag:
+			probs.add(key, "%q is not %s, the tag of the pinned [controller] image every cluster runs: name that version, or write the image as a repository and pin each release's build (controller = \"%s@sha256:…\")", r.Controller, ref.Tag, r.Controller)
+		}
+		versions[r.ControllerVersion()] = true
+	}
+	if ref.Tag == "" && len(versions) > 1 {
+		probs.add("controller.image", "pins one image for every cluster, and the releases name controller versions %s: with a pinned image they all name its one version (or write the image as a repository and pin each release's build: controller = \"v0.9.0@sha256:…\", which follows the waves)",
+			strings.Join(slices.Sorted(maps.Keys(versions)), ", "))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/config"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
@@ -30,7 +31,11 @@ type Observed struct {
 	ClusterPolicy *unstructured.Unstructured
 	NVIDIADrivers map[string]*unstructured.Unstructured
 	Nodes         []corev1.Node
-	Rollout       *v1alpha1.DriverRollout
+	// DRA is what the ResourceSlices of NVIDIA's GPU DRA driver
+	// (dra.DriverGPU) say of each node, by node name: empty on a cluster
+	// that has none or does not serve resource.k8s.io/v1.
+	DRA     map[string]*dra.Node
+	Rollout *v1alpha1.DriverRollout
 }
 
 // Evaluate judges what was observed on a cluster against what is expected.
@@ -74,7 +79,7 @@ func Evaluate(e Expected, o Observed) []Check {
 		ok, observed, msg := stateReady(o.NVIDIADrivers[name], "NVIDIADriver "+name)
 		add(NVIDIADriverCheck(name), ok, "ready", observed, msg)
 	}
-	checks = append(checks, nodeChecks(e, o.Nodes)...)
+	checks = append(checks, nodeChecks(e, o)...)
 	ok, observed, msg = rolloutComplete(o.Rollout, e)
 	add(RolloutCheck(e.Rollout), ok, "Completed, budget held", observed, msg)
 	return checks
@@ -198,17 +203,17 @@ func stateReady(u *unstructured.Unstructured, what string) (bool, string, string
 	return true, state, ""
 }
 
-func nodeChecks(e Expected, nodes []corev1.Node) []Check {
+func nodeChecks(e Expected, o Observed) []Check {
 	var checks []Check
 	quarantined := 0
 	for _, pool := range e.Pools {
 		var members []corev1.Node
-		for _, n := range nodes {
+		for _, n := range o.Nodes {
 			if e.InPool(n, pool) {
 				members = append(members, n)
 			}
 		}
-		var wrongDriver, unselected, unlabelled, notHeld, notReady, signals []string
+		var wrongDriver, disagree, unselected, unlabelled, notHeld, notReady, signals []string
 		for _, n := range members {
 			if !Held(e, n) {
 				notHeld = append(notHeld, n.Name)
@@ -216,9 +221,12 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			if n.Labels[v1alpha1.LabelQuarantined] == "true" {
 				quarantined++
 			}
-			if v := n.Labels[v1alpha1.LabelGFDDriverFull]; !planner.DriverMatches(v, e.Release.Driver) {
-				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, cmp.Or(v, "none")))
-			} else if DriverUnlabelled(e, n) {
+			switch d := o.Driver(n); {
+			case d.Conflict != "":
+				disagree = append(disagree, n.Name+": "+d.Conflict)
+			case !d.Runs(e.Release.Driver):
+				wrongDriver = append(wrongDriver, fmt.Sprintf("%s=%s", n.Name, d))
+			case DriverUnlabelled(e, n):
 				unselected = append(unselected, fmt.Sprintf("%s=%s", n.Name, cmp.Or(n.Labels[v1alpha1.LabelDriver], "none")))
 				if n.Labels[v1alpha1.LabelDriver] == "" {
 					unlabelled = append(unlabelled, n.Name)
@@ -229,12 +237,12 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 			}
 			signals = append(signals, GPUErrors(e, n)...)
 		}
-		c := Check{Cluster: e.Cluster, Name: PoolDriverCheck(pool.Name), Status: Pass, Expected: fmt.Sprintf("%d nodes on driver %s", pool.Nodes, e.Release.Driver), Observed: fmt.Sprintf("%d of %d on %s", len(members)-len(wrongDriver), len(members), e.Release.Driver)}
-		switch {
-		case len(members) == 0:
+		c := Check{Cluster: e.Cluster, Name: PoolDriverCheck(pool.Name), Status: Pass, Expected: fmt.Sprintf("%d nodes on driver %s", pool.Nodes, e.Release.Driver), Observed: fmt.Sprintf("%d of %d on %s", len(members)-len(wrongDriver)-len(disagree), len(members), e.Release.Driver)}
+		if len(members) == 0 {
 			c.Status, c.Message = Fail, "no node of the pool found (label "+v1alpha1.LabelGFDProduct+"="+pool.Product+")"
-		case len(wrongDriver) > 0:
-			c.Status, c.Message = Fail, "on another driver: "+strings.Join(wrongDriver, ", ")
+		}
+		if len(wrongDriver)+len(disagree) > 0 {
+			c.Status, c.Message = Fail, driverMessage(wrongDriver, disagree)
 		}
 		checks = append(checks, c)
 		if e.DriverLabel {
@@ -267,6 +275,22 @@ func nodeChecks(e Expected, nodes []corev1.Node) []Check {
 		q.Status, q.Message = Fail, "more quarantined nodes than the failure budget allows"
 	}
 	return append(checks, q)
+}
+
+// driverMessage says what the driver check found: the nodes on another
+// driver, and the nodes whose label and DRA ResourceSlices disagree on
+// which driver they run.
+func driverMessage(wrong, disagree []string) string {
+	var parts []string
+	if len(wrong) > 0 {
+		parts = append(parts, "on another driver: "+strings.Join(wrong, ", "))
+	}
+	if len(disagree) > 0 {
+		parts = append(parts, fmt.Sprintf("the reports of the driver a node runs disagree, so which one runs is not known: %s. "+
+			"A DRA kubelet plugin that ran on across a driver swap publishes the old driver until it restarts (delete its pod on the node); "+
+			"GPU Feature Discovery relabels a node within a minute of a swap", strings.Join(disagree, "; ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // InPool says node n is one of pool's: it carries the pool's GPU product

@@ -7,10 +7,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
 )
@@ -114,6 +117,28 @@ func TestEvaluate(t *testing.T) {
 		{"node on the old driver and labelled for it", func(_ Expected, o *Observed) {
 			o.Nodes[1].Labels[v1alpha1.LabelGFDDriverFull], o.Nodes[1].Labels["gpufleet.io/driver"] = "550.54.15", "550.54.15"
 		}, "nodes/h100/driver", "h100-b=550.54.15"},
+		// Nodes whose GPUs NVIDIA's DRA driver hands out: its slices say
+		// the driver too, in semver (570.172.8 is 570.172.08).
+		{"DRA slices agree with the label", func(_ Expected, o *Observed) {
+			o.DRA = draNodes("h100-a", "570.172.8", "h100-b", "570.172.8")
+		}, "", ""},
+		{"DRA slices on the driver, no label", func(_ Expected, o *Observed) {
+			o.DRA = draNodes("h100-a", "570.172.8")
+			delete(o.Nodes[0].Labels, v1alpha1.LabelGFDDriverFull)
+		}, "", ""},
+		{"DRA slices on the old driver, no label", func(_ Expected, o *Observed) {
+			o.DRA = draNodes("h100-a", "550.54.15")
+			delete(o.Nodes[0].Labels, v1alpha1.LabelGFDDriverFull)
+		}, "nodes/h100/driver", "on another driver: h100-a=550.54.15 (ResourceSlices)"},
+		{"DRA slices disagree with the label", func(_ Expected, o *Observed) {
+			o.DRA = draNodes("h100-b", "550.54.15")
+		}, "nodes/h100/driver", "disagree, so which one runs is not known: h100-b: nvidia.com/cuda.driver-version.full says 570.172.08, its ResourceSlices of gpu.nvidia.com (h100-b-gpu.nvidia.com-550.54.15) say 550.54.15"},
+		{"DRA slices of one node disagree", func(_ Expected, o *Observed) {
+			o.DRA = draNodes("h100-c", "570.172.8", "h100-c", "550.54.15")
+		}, "nodes/h100/driver", "h100-c: its ResourceSlices of gpu.nvidia.com (h100-c-gpu.nvidia.com-550.54.15, h100-c-gpu.nvidia.com-570.172.8) publish more than one driver: 550.54.15 and 570.172.8"},
+		{"another DRA driver's slices say nothing of the GPU driver", func(_ Expected, o *Observed) {
+			o.DRA = dra.Nodes([]resourcev1.ResourceSlice{draSlice("h100-a", "dra.net", "1.0.0")}, dra.DriverGPU)
+		}, "", ""},
 		{"node with an XID", func(_ Expected, o *Observed) {
 			o.Nodes[2].Status.Conditions = append(o.Nodes[2].Status.Conditions, corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue})
 		}, "nodes/h100/gpu-errors", "h100-c: GpuXidError"},
@@ -167,6 +192,27 @@ func TestEvaluate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// draSlice is a ResourceSlice of driver for node, whose one device
+// publishes a driver version.
+func draSlice(node, driver, version string) resourcev1.ResourceSlice {
+	return resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver + "-" + version}, Spec: resourcev1.ResourceSliceSpec{
+		Driver: driver, NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+			dra.AttributeProductName:   {StringValue: ptr.To("NVIDIA H100 80GB HBM3")},
+			dra.AttributeDriverVersion: {VersionValue: ptr.To(version)},
+		}}},
+	}}
+}
+
+// draNodes reads the GPU DRA slices of pairs of node and version.
+func draNodes(nodeVersions ...string) map[string]*dra.Node {
+	var list []resourcev1.ResourceSlice
+	for i := 0; i < len(nodeVersions); i += 2 {
+		list = append(list, draSlice(nodeVersions[i], dra.DriverGPU, nodeVersions[i+1]))
+	}
+	return dra.Nodes(list, dra.DriverGPU)
 }
 
 func TestVerdict(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
@@ -18,14 +21,20 @@ import (
 // so the server answers each read with 404: every such check must fail as
 // "missing", as discovery's "no match" did, and none may be Unknown,
 // which would blame the connection. A kind outside the gate's own list
-// still resolves through discovery.
+// still resolves through discovery. The API server serves no
+// resource.k8s.io/v1 either (a cluster before Kubernetes 1.34): the gate
+// reads the nodes' drivers from their labels alone, without a word.
 func TestGateOnClusterWithoutTheKinds(t *testing.T) {
 	f, err := fleet.Load("../../examples/fleet.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const cluster = "prod-h100-a"
-	tb := testbed.New(t, testbed.Options{Clusters: []string{cluster}})
+	tb := testbed.New(t, testbed.Options{Clusters: []string{cluster}, DisabledAPIs: []string{"resource.k8s.io/v1"}})
+	var slices resourcev1.ResourceSliceList
+	if err := tb.Cluster(cluster).Client.List(t.Context(), &slices); !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		t.Fatalf("the API server serves resource.k8s.io/v1 (list: %v): the test would not test a cluster without it", err)
+	}
 	rep := gate.Run(t.Context(), gate.Options{Fleet: f, Clusters: []string{cluster}, Revision: rev,
 		Kubeconfig: tb.Kubeconfig, Timeout: 30 * time.Second, Concurrency: 1, Now: time.Now})
 	if v := rep.Verdict(); v != gate.Fail {

@@ -120,10 +120,10 @@ func TestReads(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"Kustomization", "HelmRelease", "ClusterPolicy", "NVIDIADriver", "Node", "DriverRollout"}, names(Reads(exampleExpect(t, "stg-h100")))); diff != "" {
+	if diff := cmp.Diff([]string{"Kustomization", "HelmRelease", "ClusterPolicy", "NVIDIADriver", "Node", "ResourceSlice", "DriverRollout"}, names(Reads(exampleExpect(t, "stg-h100")))); diff != "" {
 		t.Errorf("helmrelease mode (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"Kustomization", "Deployment", "ClusterPolicy", "NVIDIADriver", "Node", "DriverRollout"}, names(Reads(manifestsExpect(t)))); diff != "" {
+	if diff := cmp.Diff([]string{"Kustomization", "Deployment", "ClusterPolicy", "NVIDIADriver", "Node", "ResourceSlice", "DriverRollout"}, names(Reads(manifestsExpect(t)))); diff != "" {
 		t.Errorf("manifests mode (-want +got):\n%s", diff)
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
@@ -109,6 +112,32 @@ func TestGateOnRealClusters(t *testing.T) {
 			}
 		}
 	}
+	// NVIDIA's GPU DRA driver publishes a node's GPUs with the driver
+	// version, in semver: the gate reads it beside GFD's label.
+	createSlice := func(node, driver, version string) func(*testing.T) {
+		return func(t *testing.T) {
+			if err := b.Create(ctx, gpuSlice(node, driver, version)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deleteSlice := func(node, driver, version string) func(*testing.T) {
+		return func(t *testing.T) {
+			if err := b.Delete(ctx, gpuSlice(node, driver, version)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("GPU DRA slices that agree with the nodes' labels pass", func(t *testing.T) {
+		for _, s := range [][3]string{{"h100-0", dra.DriverGPU, "570.172.8"}, {"h100-1", dra.DriverGPU, "570.172.8"}, {"h100-2", "dra.net", "1.0.0"}} {
+			createSlice(s[0], s[1], s[2])(t)
+			defer deleteSlice(s[0], s[1], s[2])(t)
+		}
+		rep := runGate(t, f, tb.Kubeconfig, 20*time.Second, "prod-h100-b")
+		if rep.Verdict() != gate.Pass {
+			t.Fatalf("verdict %s: %+v", rep.Verdict(), rep.Failed())
+		}
+	})
 	setRollout := func(mutate func(*v1alpha1.DriverRollout)) func(*testing.T) {
 		return func(t *testing.T) {
 			var dr v1alpha1.DriverRollout
@@ -163,6 +192,9 @@ func TestGateOnRealClusters(t *testing.T) {
 			setNode("h100-3", func(n *corev1.Node) { n.Labels["nvidia.com/cuda.driver-version.full"] = "550.54.15" }),
 			setNode("h100-3", func(n *corev1.Node) { n.Labels["nvidia.com/cuda.driver-version.full"] = "570.172.08" }),
 			"nodes/h100/driver", "on another driver: h100-3=550.54.15"},
+		{"a node whose GPU DRA slices say another driver than its label",
+			createSlice("h100-3", dra.DriverGPU, "550.54.15"), deleteSlice("h100-3", dra.DriverGPU, "550.54.15"),
+			"nodes/h100/driver", "h100-3: nvidia.com/cuda.driver-version.full says 570.172.08, its ResourceSlices of gpu.nvidia.com (h100-3-gpu.nvidia.com) say 550.54.15"},
 		// GFD's labels still say 570: the gate must see the label itself.
 		{"a node on the driver without its gpufleet.io/driver label",
 			setNode("h100-2", func(n *corev1.Node) { delete(n.Labels, "gpufleet.io/driver") }),
@@ -264,6 +296,19 @@ func TestGateOnRealClusters(t *testing.T) {
 			t.Errorf("the per-cluster timeout did not bound the gate: %s", took)
 		}
 	})
+}
+
+// gpuSlice is the ResourceSlice a DRA driver publishes for node, one GPU
+// whose driverVersion is version.
+func gpuSlice(node, driver, version string) *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver}, Spec: resourcev1.ResourceSliceSpec{
+		Driver: driver, NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+			"type":                     {StringValue: ptr.To("gpu")},
+			dra.AttributeProductName:   {StringValue: ptr.To("NVIDIA H100 80GB HBM3")},
+			dra.AttributeDriverVersion: {VersionValue: ptr.To(version)},
+		}}},
+	}}
 }
 
 // silentServer accepts connections on loopback and never answers.

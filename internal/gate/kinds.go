@@ -2,6 +2,7 @@ package gate
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,7 +26,7 @@ type ReadKind struct {
 
 // The kinds the gate reads. Flux's and the GPU Operator's are read
 // unstructured (their Go types would pull in their modules); Nodes and
-// DriverRollouts typed (Scheme).
+// DriverRollouts and ResourceSlices typed (Scheme).
 var (
 	KindKustomization = ReadKind{schema.GroupVersionKind{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Kind: "Kustomization"}, "kustomizations", true}
 	KindApplication   = ReadKind{schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}, "applications", true}
@@ -35,11 +36,14 @@ var (
 	KindNVIDIADriver  = ReadKind{schema.FromAPIVersionAndKind(v1alpha1.NVIDIADriverAPIVersion, v1alpha1.KindNVIDIADriver), "nvidiadrivers", false}
 	KindNode          = ReadKind{corev1.SchemeGroupVersion.WithKind("Node"), "nodes", false}
 	KindDriverRollout = ReadKind{v1alpha1.GroupVersion.WithKind(v1alpha1.KindDriverRollout), "driverrollouts", false}
+	// KindResourceSlice is dynamic resource allocation's (GA in Kubernetes
+	// 1.34): the GPU DRA driver's slices say which driver a node runs.
+	KindResourceSlice = ReadKind{resourcev1.SchemeGroupVersion.WithKind("ResourceSlice"), "resourceslices", false}
 )
 
 // ReadKinds are every kind the gate may read.
 func ReadKinds() []ReadKind {
-	return []ReadKind{KindKustomization, KindApplication, KindHelmRelease, KindDeployment, KindClusterPolicy, KindNVIDIADriver, KindNode, KindDriverRollout}
+	return []ReadKind{KindKustomization, KindApplication, KindHelmRelease, KindDeployment, KindClusterPolicy, KindNVIDIADriver, KindNode, KindResourceSlice, KindDriverRollout}
 }
 
 // Reads are the kinds Observe reads for e: the GitOps engine's (its
@@ -59,7 +63,7 @@ func Reads(e Expected) []ReadKind {
 	if len(e.NVIDIADrivers) > 0 {
 		out = append(out, KindNVIDIADriver)
 	}
-	return append(out, KindNode, KindDriverRollout)
+	return append(out, KindNode, KindResourceSlice, KindDriverRollout)
 }
 
 // Object is an empty object of the kind, as the gate reads it: typed where
@@ -70,6 +74,8 @@ func (k ReadKind) Object() client.Object {
 		return &corev1.Node{}
 	case KindDriverRollout:
 		return &v1alpha1.DriverRollout{}
+	case KindResourceSlice:
+		return &resourcev1.ResourceSlice{}
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.GVK)

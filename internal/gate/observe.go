@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/config"
+	"github.com/gpufleet/gpufleet/internal/dra"
 )
 
 // errUnreadable marks a read that failed for another reason than absence:
@@ -102,6 +104,16 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 		return o, fmt.Errorf("%w nodes: %w", errUnreadable, err)
 	}
 	o.Nodes = nodes.Items
+	// A cluster that does not serve resource.k8s.io/v1 (before Kubernetes
+	// 1.34, or with DRA turned off) has no slices: the labels alone say.
+	var slices resourcev1.ResourceSliceList
+	switch err := c.List(ctx, &slices); {
+	case err == nil:
+		o.DRA = dra.Nodes(slices.Items, dra.DriverGPU)
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+	default:
+		return o, fmt.Errorf("%w ResourceSlices: %w", errUnreadable, err)
+	}
 	dr := &v1alpha1.DriverRollout{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: e.Rollout}, dr); {
 	case err == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,4 +294,29 @@ func applyCRDDefaults(t *testing.T, obj *unstructured.Unstructured) *v1alpha1.Dr
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestDRARoundTrip: the fleet file's dra-drivers and dra-plugin-selector
+// reach the DriverRollout the controller reads, through the API server's
+// defaults; a policy without them renders no spec.dra, and the controller
+// then applies the API's one set of defaults.
+func TestDRARoundTrip(t *testing.T) {
+	p := fleet.DefaultPolicy()
+	p.DRADrivers = []string{"gpu.example.com"}
+	p.DRAPluginSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "dra-plugin"}}
+	applied := applyCRDDefaults(t, rolloutObject(t, DriverRolloutFor("r", p, "580.95.05", "570.172.08", map[string]string{"gpufleet.io/pool": "gb200"})))
+	if got := v1alpha1.DRADriversOf(&applied.Spec); !slices.Equal(got, p.DRADrivers) {
+		t.Errorf("DRA drivers %v reach the controller as %v", p.DRADrivers, got)
+	}
+	if diff := cmp.Diff(p.DRAPluginSelector, v1alpha1.DRAKubeletPluginSelectorOf(&applied.Spec)); diff != "" {
+		t.Errorf("the plugin selector (-fleet +controller):\n%s", diff)
+	}
+	dflt := applyCRDDefaults(t, rolloutObject(t, DriverRolloutFor("r", fleet.DefaultPolicy(), "580.95.05", "570.172.08", nil)))
+	if got := v1alpha1.DRADriversOf(&dflt.Spec); !slices.Equal(got, []string{"gpu.nvidia.com", "compute-domain.nvidia.com"}) {
+		t.Errorf("the default DRA drivers: %v", got)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(v1alpha1.DRAKubeletPluginSelectorOf(&dflt.Spec))
+	if err != nil || sel.String() != "app.kubernetes.io/name=nvidia-dra-driver-gpu,nvidia-dra-driver-gpu-component=kubelet-plugin" {
+		t.Errorf("the default plugin selector: %v %v", sel, err)
+	}
 }

@@ -46,6 +46,7 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 			},
 			Health: health(p.Health),
 			Evict:  v1alpha1.EvictSpec{Mode: evictMode(p.Evict), GPUPodSelector: p.GPUPodSelector.DeepCopy(), WaitForCompletion: waitFor(p)},
+			DRA:    v1alpha1.DRASpec{Drivers: slices.Clone(p.DRADrivers), KubeletPluginSelector: p.DRAPluginSelector.DeepCopy()},
 		},
 	}
 	if p.MaintenanceDomain != "" && p.DomainSize > 0 {

@@ -95,6 +95,9 @@ func nodeLabels(p Pool, node, v string) map[string]string {
 	if p.ManagedNICs {
 		l[v1alpha1.LabelNFDMellanoxPCI] = "true"
 	}
+	if p.DRA {
+		l[LabelDRANode] = "true"
+	}
 	if p.Provisioned {
 		delete(l, v1alpha1.LabelPool)
 		delete(l, v1alpha1.LabelDriver)

@@ -39,6 +39,10 @@ type Pool struct {
 	// Discovery labels them pci-15b3.present=true, which the Network
 	// Operator's OFED DaemonSet selects.
 	ManagedNICs bool
+	// DRA: the nodes run NVIDIA's DRA driver for GPUs: they carry
+	// LabelDRANode, which its kubelet plugin's DaemonSet selects, and the
+	// simulator plays that plugin (dra.go).
+	DRA bool
 }
 
 // withDefaults fills what p leaves empty.
@@ -98,8 +102,8 @@ func (p Pool) NodeNames() []string {
 
 // ParsePool parses the command line's pool form,
 // "name=h100,product=NVIDIA-H100-80GB-HBM3,nodes=4,driver=570.172.08",
-// with optional gpus=, memory= (MiB), family=, mig= and managed-nics=
-// (true or false).
+// with optional gpus=, memory= (MiB), family=, mig=, managed-nics= and
+// dra= (true or false).
 func ParsePool(s string) (Pool, error) {
 	var p Pool
 	var errs []error
@@ -129,8 +133,10 @@ func ParsePool(s string) (Pool, error) {
 			p.MIGConfig = v
 		case "managed-nics":
 			p.ManagedNICs, err = strconv.ParseBool(v)
+		case "dra":
+			p.DRA, err = strconv.ParseBool(v)
 		default:
-			err = fmt.Errorf("unknown key %q (want name, product, nodes, driver, gpus, memory, family, mig, managed-nics)", k)
+			err = fmt.Errorf("unknown key %q (want name, product, nodes, driver, gpus, memory, family, mig, managed-nics, dra)", k)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pool %q: %s: %w", s, k, err))

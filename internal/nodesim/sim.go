@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,6 +38,9 @@ type Options struct {
 	// OFEDNamespace holds the Network Operator's OFED pods
 	// [DefaultOFEDNamespace].
 	OFEDNamespace string
+	// Kube publishes the ResourceSlices of the simulated DRA kubelet
+	// plugins (dra.go); a pool with DRA needs it.
+	Kube kubernetes.Interface
 	// Logf, when set, receives one line per action the simulator takes.
 	Logf func(format string, args ...any)
 }
@@ -82,13 +86,15 @@ type Sim struct {
 	// simulator goes by, holds whole seconds only, and would end a
 	// sub-second-late install up to a second early.
 	installs map[types.UID]time.Time
+	// publishers are the running DRA slice publishers, by node (dra.go).
+	publishers map[string]*draPublisher
 }
 
 // New returns a simulator that acts through c.
 func New(c client.Client, opts Options) *Sim {
 	opts = opts.withDefaults()
 	s := &Sim{c: c, opts: opts, pools: map[string]Pool{}, notReady: map[string]bool{}, bad: map[string]bool{},
-		badOFED: map[string]bool{}, installs: map[types.UID]time.Time{}}
+		badOFED: map[string]bool{}, installs: map[types.UID]time.Time{}, publishers: map[string]*draPublisher{}}
 	for _, v := range opts.BadDrivers {
 		s.bad[v] = true
 	}
@@ -204,6 +210,12 @@ func (s *Sim) Sync(ctx context.Context) error {
 	if err := s.c.List(ctx, ofedPods, client.InNamespace(s.opts.OFEDNamespace), client.HasLabels{v1alpha1.LabelOFEDDriverPod}); err != nil {
 		return fmt.Errorf("list OFED pods: %w", err)
 	}
+	var plugins, claimed map[string][]*corev1.Pod
+	if s.anyDRA() {
+		if plugins, claimed, err = s.draPods(ctx); err != nil {
+			return err
+		}
+	}
 	ofedPodsOn := map[string][]*corev1.Pod{}
 	for i := range ofedPods.Items {
 		p := &ofedPods.Items[i]
@@ -229,8 +241,23 @@ func (s *Sim) Sync(ctx context.Context) error {
 		for _, p := range podsOn[name] {
 			errs = append(errs, s.syncDriverInstall(ctx, n, p, ofed, now))
 		}
+		if s.poolOf(name).DRA {
+			errs = append(errs, s.syncDRA(ctx, n, plugins[name], claimed[name]))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// anyDRA reports whether a pool with DRA is simulated.
+func (s *Sim) anyDRA() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.pools {
+		if p.DRA {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshot reads the cluster's nodes by name and the pods bound to each

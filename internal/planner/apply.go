@@ -23,9 +23,14 @@ func (t Transition) Next(s v1alpha1.NodeState, unschedulable bool, rollout strin
 		// dropping it would let this rollout lift a cordon not its own.
 		s.Failed = false
 	}
+	if !(t.Plugin == PluginPause && t.From == t.To && s.Phase == t.To && s.Rollout == rollout) {
+		// A DRA node's plugin stopped in the middle of its drain
+		// keeps the drain's start: the drain timeout bounds every
+		// step of it (dra.go).
+		s.Since = now
+	}
 	s.Rollout = rollout
 	s.Phase = t.To
-	s.Since = now
 	if t.Failure {
 		s.Failed = true
 	}

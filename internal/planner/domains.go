@@ -67,8 +67,8 @@ func (p *planner) indexDomains() {
 	p.domains = map[string]*domain{}
 	for i := range p.nodes {
 		w := &p.nodes[i]
-		key, ok := w.n.Labels[label]
-		if !ok || key == "" || w.elsewhere != "" {
+		key := p.domainKey(w)
+		if key == "" || w.elsewhere != "" {
 			continue
 		}
 		d := p.domains[key]
@@ -89,12 +89,30 @@ func (p *planner) domainOf(w *work) *domain {
 	if p.domains == nil || w.elsewhere != "" {
 		return nil
 	}
-	key, ok := w.n.Labels[p.domainLabel()]
-	if !ok || key == "" {
+	key := p.domainKey(w)
+	if key == "" {
 		return nil
 	}
 	return p.domains[key]
 }
+
+// domainKey is the domain node w belongs to; empty for none. A rollout
+// whose domain label is NVIDIA's ComputeDomain label
+// (v1alpha1.LabelComputeDomain) groups its nodes by ComputeDomain as the
+// controller observed it (Node.ComputeDomain: recorded at the start of a
+// maintenance, else from the channel claims allocated on the node, else
+// from the label): the label and the claims go with the workloads the
+// drain evicts, and the domain must hold until its last node is back.
+func (p *planner) domainKey(w *work) string {
+	label := p.domainLabel()
+	if label == v1alpha1.LabelComputeDomain && w.n.ComputeDomain != "" {
+		return w.n.ComputeDomain
+	}
+	return w.n.Labels[label]
+}
+
+// computeDomains: the maintenance domains are ComputeDomains.
+func (p *planner) computeDomains() bool { return p.domainLabel() == v1alpha1.LabelComputeDomain }
 
 // domainProblem refuses a maintenance domain on the gpu-operator actuator,
 // as the schema does: the operator's upgrade controller drains, validates

@@ -56,9 +56,16 @@ func TestInvariantsOneStep(t *testing.T) {
 		}
 		// Sometimes maintenance domains of up to four nodes, by index.
 		domainSize := 0
+		computeDomains := false
 		if r.IntN(3) == 0 {
 			domainSize = 1 + r.IntN(4)
-			b.Domains(pt.CliqueLabel, int32(domainSize))
+			// Sometimes ComputeDomains, as their claims say.
+			computeDomains = r.IntN(2) == 0
+			label := pt.CliqueLabel
+			if computeDomains {
+				label = v1alpha1.LabelComputeDomain
+			}
+			b.Domains(label, int32(domainSize))
 		}
 		ro := b.Build()
 		budget := int(ro.Spec.FailureBudget)
@@ -89,7 +96,19 @@ func TestInvariantsOneStep(t *testing.T) {
 				nb.Unlabelled()
 			}
 			if domainSize > 0 && r.IntN(8) > 0 {
-				nb.InDomain(strconv.Itoa(i / domainSize))
+				if computeDomains {
+					nb.ComputeDomain("cd-" + strconv.Itoa(i/domainSize))
+				} else {
+					nb.InDomain(strconv.Itoa(i / domainSize))
+				}
+			}
+			// Sometimes a DRA node at any of its steps.
+			if r.IntN(3) == 0 {
+				nb.DRA([]string{pt.Previous, pt.Target}[r.IntN(2)])
+				nb.Plugin([]string{"", v1alpha1.DRAPluginPaused, v1alpha1.DRAPluginResumed}[r.IntN(3)], r.IntN(2) == 0, r.IntN(2) == 0)
+				if r.IntN(3) == 0 {
+					nb.Claims("ml/claim-" + strconv.Itoa(i))
+				}
 			}
 			if (ph == v1alpha1.NodeRolledBack || ph == v1alpha1.NodeQuarantined || ph == v1alpha1.NodeRollingBack) && failed <= budget && r.IntN(2) == 0 {
 				nb.Failed()

@@ -93,6 +93,9 @@ type work struct {
 	// moved: this pass moved the node (move); its phase is the new one,
 	// its observations (Since among them) still the old phase's.
 	moved bool
+	// plugin is the DRA plugin label a move of this pass left ("-":
+	// removed); empty while none changed it (pluginLabel).
+	plugin string
 }
 
 // unavailable: out of service for any reason. maxUnavailable bounds these.
@@ -413,9 +416,11 @@ func (p *planner) move(w *work, to v1alpha1.NodePhase, reason string, edit func(
 	if w.unschedulable && !w.adminCordoned && !w.phase.HoldsCordon() {
 		t.RecordAdminCordon = true
 	}
+	t.Plugin = w.pluginMove(to)
 	if edit != nil {
 		edit(&t)
 	}
+	w.applyPlugin(t.Plugin)
 	w.phase, w.moved = to, true
 	// The node's next deadline (timeout or soak end) runs from now: ask to
 	// be woken for it, as nothing else may happen before it.

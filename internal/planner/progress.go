@@ -74,13 +74,18 @@ func (p *planner) fail(w *work, reason string) {
 func (p *planner) failure(w *work) string {
 	switch w.phase {
 	case v1alpha1.NodeDraining:
-		if w.n.Drained || !p.overdue(w, p.set.JobWait+p.set.DrainTimeout) {
+		dra := drainWaitDRA(w)
+		if w.n.Drained && dra == "" || !p.overdue(w, p.set.JobWait+p.set.DrainTimeout) {
 			return ""
 		}
+		why := fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout))
 		if p.set.JobWait > 0 {
-			return fmt.Sprintf("drain did not finish within %s after waiting %s for the jobs named", short(p.set.DrainTimeout), short(p.set.JobWait))
+			why += fmt.Sprintf(" after waiting %s for the jobs named", short(p.set.JobWait))
 		}
-		return fmt.Sprintf("drain did not finish within %s", short(p.set.DrainTimeout))
+		if dra != "" {
+			why += ": " + dra
+		}
+		return why
 	case v1alpha1.NodeInstalling:
 		if !p.ofedThrough(w) {
 			return p.ofedFailure(w)
@@ -97,13 +102,18 @@ func (p *planner) failure(w *work) string {
 			return fmt.Sprintf("driver %s not Ready within %s", p.spec.TargetVersion, short(p.set.InstallTimeout))
 		}
 	case v1alpha1.NodeValidating:
-		if !(DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready) && p.overdue(w, p.set.ValidateTimeout) {
+		reports := DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready
+		if reports && p.draThrough(w) || !p.overdue(w, p.set.ValidateTimeout) {
+			return ""
+		}
+		if !reports {
 			got := w.n.DriverVersion
 			if got == "" {
 				got = "no version"
 			}
 			return fmt.Sprintf("node reports %s after %s, want %s", got, short(p.set.ValidateTimeout), p.spec.TargetVersion)
 		}
+		return fmt.Sprintf("node reports %s but after %s its %s", reportedAs(w.n.DriverVersion, p.spec.TargetVersion), short(p.set.ValidateTimeout), p.draValidateWait(w))
 	case v1alpha1.NodeSoaking:
 		for _, s := range w.n.Signals {
 			// Signals from before the soak belong to the old driver or
@@ -125,7 +135,7 @@ func (p *planner) failure(w *work) string {
 }
 
 func (p *planner) draining(w *work) {
-	if !w.n.Drained {
+	if !w.n.Drained || !p.drainingDRA(w) {
 		return
 	}
 	if p.needsOFED(w) {
@@ -154,15 +164,28 @@ func (p *planner) installing(w *work) {
 		return
 	}
 	if w.n.DriverReady && w.n.Ready {
-		p.move(w, v1alpha1.NodeValidating, fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w)), func(t *Transition) {
+		reason := fmt.Sprintf("driver pod Ready after %s; validating the reported version", p.elapsed(w))
+		resume := w.pluginLabel() == v1alpha1.DRAPluginPaused
+		if resume {
+			reason += ", and letting the DRA kubelet plugin back: the node is validated once it is Ready and its ResourceSlices publish the new version"
+		}
+		p.move(w, v1alpha1.NodeValidating, reason, func(t *Transition) {
 			t.HoldOFED = p.ofed() && w.nics && !ofedHeld(w)
+			if resume {
+				t.Plugin = PluginResume
+			}
 		})
 	}
 }
 
 func (p *planner) validating(w *work) {
-	if DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready {
-		p.move(w, v1alpha1.NodeSoaking, fmt.Sprintf("node reports driver %s; soaking for %s", reportedAs(w.n.DriverVersion, p.spec.TargetVersion), short(p.set.Soak)), nil)
+	if DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) && w.n.Ready && p.draThrough(w) {
+		reason := fmt.Sprintf("node reports driver %s; soaking for %s", reportedAs(w.n.DriverVersion, p.spec.TargetVersion), short(p.set.Soak))
+		if w.isDRA() {
+			reason = fmt.Sprintf("node reports driver %s, its DRA kubelet plugin is Ready and its ResourceSlices publish driverVersion %s; soaking for %s",
+				reportedAs(w.n.DriverVersion, p.spec.TargetVersion), strings.Join(w.n.DRASliceVersions, ", "), short(p.set.Soak))
+		}
+		p.move(w, v1alpha1.NodeSoaking, reason, nil)
 	}
 }
 

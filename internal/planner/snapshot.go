@@ -127,6 +127,29 @@ type Node struct {
 	OFEDVersion string
 	OFEDReady   bool
 	OFEDFailed  bool
+	// The node's dynamic resource allocation, observed by the controller
+	// (its DRA reading) for the steps of a DRA node's driver swap
+	// (dra.go). DRA: NVIDIA's DRA kubelet plugin runs on the node (a pod
+	// spec.dra's plugin selector matches), or the node publishes
+	// ResourceSlices of a GPU DRA driver. DRAClaims are the ResourceClaims
+	// with a device of a GPU DRA driver (spec.dra.drivers) allocated on the
+	// node and still reserved for a consumer, as "namespace/name", sorted.
+	// DRAPluginRunning: a plugin pod is on the node (terminating or not);
+	// DRAPluginReady: one is Ready. DRASliceVersions are the driver
+	// versions (v1alpha1.DRAAttributeDriverVersion) the devices of the
+	// node's ResourceSlices of GPU DRA drivers publish, each once, sorted.
+	DRA              bool
+	DRAClaims        []string
+	DRAPluginRunning bool
+	DRAPluginReady   bool
+	DRASliceVersions []string
+	// ComputeDomain is the ComputeDomain the node belongs to, for a
+	// rollout whose maintenanceDomain names v1alpha1.LabelComputeDomain:
+	// the one recorded when its maintenance began
+	// (v1alpha1.AnnotationComputeDomain), else the one of the channel
+	// claims allocated on it, else its label's. Empty: none.
+	ComputeDomain string
+
 	// DriverStale: the node's GPU driver pod started before its OFED pod
 	// last became Ready, so with GPUDirect RDMA its nvidia_peermem was
 	// loaded against an OFED that has since been replaced (gpu-operator
@@ -197,6 +220,12 @@ type Transition struct {
 	// DaemonSet makes a new one, which loads nvidia_peermem against the
 	// new OFED (Node.DriverStale).
 	RestartDriver bool
+	// Plugin is what happens to the node's DRA kubelet plugin
+	// (v1alpha1.LabelDRAPlugin; see dra.go).
+	Plugin PluginMove
+	// ComputeDomain, when set, records the node's ComputeDomain
+	// (v1alpha1.AnnotationComputeDomain) as its maintenance starts.
+	ComputeDomain string
 	// KeepCordon writes the operator's record that the node was cordoned
 	// when its upgrade began
 	// (v1alpha1.AnnotationOperatorInitialUnschedulable), so the operator

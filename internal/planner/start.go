@@ -330,6 +330,9 @@ func (p *planner) startNode(w *work, canary bool) {
 	// move records the admin's cordon when the node is cordoned already.
 	p.move(w, v1alpha1.NodeDraining, reason, func(t *Transition) {
 		t.Cordon = !w.unschedulable
+		if p.computeDomains() {
+			t.ComputeDomain = p.domainKey(w)
+		}
 	})
 }
 

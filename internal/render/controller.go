@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,8 +36,10 @@ const LabelVersion = "app.kubernetes.io/version"
 func controllerRelease(p clusterPlan) *fleet.Release { return p.rollout }
 
 // ControllerImage is the image of gpufleet-controller render writes for
-// cluster ("<[controller] image>:<version>"); empty where the fleet file
-// names no controller version (the controller is installed by hand).
+// cluster, as fleet.Fleet.ControllerImage spells it ("<[controller]
+// image>:<version>", a digest kept where the release pins one, or the
+// pinned [controller] image as written); empty where the fleet file names
+// no controller version (the controller is installed by hand).
 func ControllerImage(f *fleet.Fleet, cluster string) string {
 	c := f.Clusters[cluster]
 	if c == nil {
@@ -49,9 +52,10 @@ func ControllerImage(f *fleet.Fleet, cluster string) string {
 // operators step so that it is there, and healthy, before the lifecycle
 // step applies a DriverRollout: the CRD, the namespace, the RBAC, the
 // Deployment at the release's controller image, the metrics Service, and
-// the admission policy where the cluster's Kubernetes serves it. The
-// objects are config/'s own (the generated CRD and RBAC), so a rendered
-// install is what `kubectl apply -k config/default` installs.
+// the admission policies (internal/admission) where the cluster's
+// Kubernetes serves them. The objects are config/'s own (the generated CRD,
+// RBAC and policies), so a rendered install is what `kubectl apply -k
+// config/default` installs.
 //
 // The CRD is never pruned by Flux: deleting it deletes every DriverRollout,
 // and with their finalizers gone nothing would hand the nodes back. A fleet
@@ -68,7 +72,7 @@ func gpufleetControllerObjects(p clusterPlan) ([]object, error) {
 	}
 	var out bytes.Buffer
 	for _, d := range docs {
-		if d.file == config.AdmissionPolicy && !p.cluster.ServesAdmissionPolicy() {
+		if slices.Contains(config.AdmissionPolicies, d.file) && !p.cluster.ServesAdmissionPolicy() {
 			continue
 		}
 		obj := runtime.DeepCopyJSON(d.obj)
@@ -91,7 +95,7 @@ func gpufleetControllerObjects(p clusterPlan) ([]object, error) {
 		case "Deployment":
 			// The version label, not the release's: a release that keeps
 			// the controller's version leaves its objects unchanged.
-			if err := setControllerImage(obj, image, rel.Controller); err != nil {
+			if err := setControllerImage(obj, image, rel.ControllerVersion()); err != nil {
 				return nil, err
 			}
 		}

@@ -80,6 +80,7 @@ func TestControllerInstall(t *testing.T) {
 		"ClusterRole/gpufleet-controller", "ClusterRoleBinding/gpufleet-controller", "Role/gpufleet-controller", "RoleBinding/gpufleet-controller",
 		"Deployment/gpufleet-controller", "Service/gpufleet-controller-metrics",
 		"ValidatingAdmissionPolicy/gpufleet-node-ownership", "ValidatingAdmissionPolicyBinding/gpufleet-node-ownership",
+		"ValidatingAdmissionPolicy/gpufleet-rollout-status", "ValidatingAdmissionPolicyBinding/gpufleet-rollout-status",
 	} {
 		if objs[want] == nil {
 			t.Errorf("the controller's install has no %s (has %v)", want, keys(objs))
@@ -96,9 +97,10 @@ func TestControllerInstall(t *testing.T) {
 		t.Errorf("ControllerImage = %q", got)
 	}
 
-	// A cluster on Kubernetes 1.29 does not serve the admission policy's v1.
+	// A cluster on Kubernetes 1.29 does not serve the admission policies' v1.
 	old := controllerInstall(t, f, "old")
-	if old["ValidatingAdmissionPolicy/gpufleet-node-ownership"] != nil || old["Deployment/gpufleet-controller"] == nil {
+	if old["ValidatingAdmissionPolicy/gpufleet-node-ownership"] != nil || old["ValidatingAdmissionPolicy/gpufleet-rollout-status"] != nil ||
+		old["Deployment/gpufleet-controller"] == nil {
 		t.Errorf("cluster on 1.29: %v", keys(old))
 	}
 }
@@ -145,5 +147,42 @@ func TestControllerManifestsModeHealthCheck(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the operators step's health checks %v miss the controller's Deployment", refs)
+	}
+}
+
+// TestControllerImageDigest: an image pinned by digest, in [controller]
+// image or in a release's version, is what the Deployment runs, written as
+// the fleet file says it; the version label is the version alone (a label
+// value holds no "@").
+func TestControllerImageDigest(t *testing.T) {
+	const repo = "registry.internal.example/gpufleet/gpufleet-controller"
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		edit *strings.Replacer
+		want string
+	}{
+		{"each release's build", strings.NewReplacer(`controller = "v0.9.0"`, `controller = "v0.9.0@`+digest+`"`),
+			repo + ":v0.9.0@" + digest},
+		{"one pinned image", strings.NewReplacer(`controller = "v0.10.0"`, `controller = "v0.9.0"`,
+			`image = "`+repo+`"`, `image = "`+repo+`:v0.9.0@`+digest+`"`),
+			repo + ":v0.9.0@" + digest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := parseFleet(t, tc.edit.Replace(controllerFleet(t)))
+			objs := controllerInstall(t, f, "stg")
+			if got := controllerImageIn(t, objs); got != tc.want {
+				t.Errorf("image %q, want %q", got, tc.want)
+			}
+			if got := ControllerImage(f, "stg"); got != tc.want {
+				t.Errorf("ControllerImage = %q, want %q", got, tc.want)
+			}
+			dep := objs["Deployment/gpufleet-controller"]
+			depLabels := dep["metadata"].(map[string]any)["labels"].(map[string]any)
+			podLabels := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+			if depLabels[LabelVersion] != "v0.9.0" || podLabels[LabelVersion] != "v0.9.0" {
+				t.Errorf("version labels %v and %v, want v0.9.0", depLabels[LabelVersion], podLabels[LabelVersion])
+			}
+		})
 	}
 }

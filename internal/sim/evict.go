@@ -40,7 +40,7 @@ func (w *World) startDrain(i int, r *simRollout) {
 		if m.waitFor(i, &r.ro.Spec, g) {
 			return
 		}
-		m.evictNode(i, true)
+		m.drainNode(i)
 	}
 	w.drained(i, g, w.now)
 }
@@ -86,7 +86,9 @@ func (m *jobs) waitFor(i int, spec *v1alpha1.DriverRolloutSpec, g int) bool {
 func (m *jobs) named(i int, spec *v1alpha1.DriverRolloutSpec) []*job {
 	var out []*job
 	for _, j := range m.on[i] {
-		if selects(spec, j) {
+		// Only the pods the drain would evict are waited for
+		// (planner.JobPods of the pods to drain).
+		if j.gpuPod && selects(spec, j) {
 			out = append(out, j)
 		}
 	}
@@ -131,7 +133,7 @@ func (m *jobs) endWait(i int) {
 	}
 	was := m.clock
 	m.clock = earliest(m.clock, dw.until)
-	m.evictNode(i, true)
+	m.drainNode(i)
 	w.drained(i, dw.gen, m.clock)
 	m.clock = was
 }

@@ -28,6 +28,8 @@ type HandJob struct {
 	Checkpoint time.Duration
 	Labels     map[string]string
 	Domain     bool
+	// Claim is the DRA driver its pods hold their GPUs by (JobClass.Claim).
+	Claim string
 }
 
 // StartJob starts hj now on its nodes, as if it had run for hj.Ran, in a
@@ -35,8 +37,8 @@ type HandJob struct {
 func StartJob(w *World, hj HandJob) {
 	m := w.work
 	m.clock = w.now
-	c := &JobClass{Name: "by hand", Weight: 1, Nodes: len(hj.Nodes), Checkpoint: hj.Checkpoint, Labels: hj.Labels, Domain: hj.Domain}
-	j := &job{id: m.nextID, class: c, gpus: hj.GPUs, work: hj.Ran + hj.Left, submitted: w.now.Add(-hj.Ran)}
+	c := &JobClass{Name: "by hand", Weight: 1, Nodes: len(hj.Nodes), Checkpoint: hj.Checkpoint, Labels: hj.Labels, Domain: hj.Domain, Claim: hj.Claim}
+	j := &job{id: m.nextID, class: c, gpus: hj.GPUs, work: hj.Ran + hj.Left, submitted: w.now.Add(-hj.Ran), gpuPod: m.gpuPod(c)}
 	m.nextID++
 	var nodes []int
 	for _, name := range hj.Nodes {

@@ -8,6 +8,11 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -40,6 +45,9 @@ type job struct {
 	// interruption cut short is dropped.
 	run           int
 	interruptions int
+	// gpuPod: the controller takes its pods for GPU pods (gpuPod): it
+	// observes them, and a drain evicts them.
+	gpuPod bool
 }
 
 // lost is what interrupting j at t destroys of its run: the time since
@@ -81,7 +89,11 @@ type jobs struct {
 	// GPU work in flight is gpus × now − starts: what the controller
 	// observes costs a round two multiplications a node.
 	gpuSum, startSum []int64
-	epoch            time.Time
+	// pods counts, per node, the GPU pods on it: of the jobs on it, those
+	// the controller takes for GPU pods (job.gpuPod), which alone gpuSum
+	// and startSum sum.
+	pods  []int
+	epoch time.Time
 	// byFree holds the eligible nodes by their free GPUs, each at pos in
 	// its list (-1 when in none): the scheduler's index.
 	byFree [][]int
@@ -122,7 +134,7 @@ func newJobs(w *World, cfg *Workload, seed uint64) *jobs {
 		arrivals:  rand.New(rand.NewPCG(seed, streamArrivals)),
 		placement: rand.New(rand.NewPCG(seed, streamPlacement)),
 		free:      make([]int, n), eligible: make([]bool, n), domain: make([]int, n), on: make([][]*job, n),
-		gpuSum: make([]int64, n), startSum: make([]int64, n), epoch: w.now,
+		gpuSum: make([]int64, n), startSum: make([]int64, n), pods: make([]int, n), epoch: w.now,
 		pos: make([]int, n), reserved: make([]bool, n), drains: map[int]*drainWait{},
 		clock: w.now, last: w.now,
 	}
@@ -274,7 +286,7 @@ func (m *jobs) draw(r *rand.Rand) *job {
 		k++
 	}
 	c := &m.cfg.Mix[k]
-	j := &job{id: m.nextID, class: c, gpus: m.gpus}
+	j := &job{id: m.nextID, class: c, gpus: m.gpus, gpuPod: m.gpuPod(c)}
 	m.nextID++
 	if len(c.GPUs) > 0 && !c.multiNode() {
 		j.gpus = c.GPUs[r.IntN(len(c.GPUs))]
@@ -430,8 +442,11 @@ func (m *jobs) occupy(j *job, nodes []int) {
 		m.unfile(i)
 		m.free[i] -= j.gpus
 		m.on[i] = append(m.on[i], j)
-		m.gpuSum[i] += int64(j.gpus)
-		m.startSum[i] += int64(j.gpus) * int64(m.clock.Sub(m.epoch))
+		if j.gpuPod {
+			m.pods[i]++
+			m.gpuSum[i] += int64(j.gpus)
+			m.startSum[i] += int64(j.gpus) * int64(m.clock.Sub(m.epoch))
+		}
 		m.file(i)
 	}
 	j.nodes, j.runStart = nodes, m.clock
@@ -487,8 +502,11 @@ func (m *jobs) release(j *job) {
 		m.unfile(i)
 		m.free[i] += j.gpus
 		m.on[i] = slices.DeleteFunc(m.on[i], func(o *job) bool { return o == j })
-		m.gpuSum[i] -= int64(j.gpus)
-		m.startSum[i] -= int64(j.gpus) * int64(j.runStart.Sub(m.epoch))
+		if j.gpuPod {
+			m.pods[i]--
+			m.gpuSum[i] -= int64(j.gpus)
+			m.startSum[i] -= int64(j.gpus) * int64(j.runStart.Sub(m.epoch))
+		}
 		m.file(i)
 		m.w.observeNode(i)
 	}
@@ -530,6 +548,50 @@ func (m *jobs) evictNode(i int, counted bool) {
 	}
 }
 
+// drainNode interrupts, for node i's drain, the jobs whose pods the
+// controller takes for GPU pods; the others run on until the driver is
+// swapped under them (evictNode).
+func (m *jobs) drainNode(i int) {
+	for {
+		k := slices.IndexFunc(m.on[i], func(j *job) bool { return j.gpuPod })
+		if k < 0 {
+			return
+		}
+		m.interrupt(m.on[i][k], true)
+	}
+}
+
+// gpuPod reports whether the controller takes the pods of a job of class
+// c for GPU pods: planner.HoldsGPU, the controller's one reading, of a pod
+// holding what c's jobs hold (a GPU request, or a claim of c.Claim whose
+// devices are GPUs when that driver is one of the workload's DRA drivers).
+func (m *jobs) gpuPod(c *JobClass) bool {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "sim", Name: c.Name, Labels: c.Labels}}
+	if c.Claim == "" {
+		pod.Spec.Containers = []corev1.Container{{Name: "job", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{v1alpha1.ResourceGPU: *resource.NewQuantity(1, resource.DecimalSI)},
+		}}}
+		return planner.HoldsGPU(pod, nil, nil)
+	}
+	claim := "job-" + c.Claim
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: &claim}}
+	return planner.HoldsGPU(pod, nil, simClaims{drivers: m.cfg.draDrivers(), driver: c.Claim})
+}
+
+// simClaims is the one claim of a simulated job, of driver: a GPU when
+// driver is one of drivers.
+type simClaims struct {
+	drivers []string
+	driver  string
+}
+
+func (s simClaims) GPUs(string, string) int {
+	if slices.Contains(s.drivers, s.driver) {
+		return 1
+	}
+	return 0
+}
+
 // observe writes what the controller observes of node i's GPU pods on the
 // planner's node: how many, and their GPU-seconds in flight now. Nothing
 // when the workload is unobserved.
@@ -542,6 +604,6 @@ func (m *jobs) observeAt(i int, n *planner.Node, now int64) {
 	if m.cfg.Unobserved {
 		return
 	}
-	n.GPUPods = len(m.on[i])
+	n.GPUPods = m.pods[i]
 	n.GPUWork = float64(m.gpuSum[i]*now-m.startSum[i]) / float64(time.Second)
 }

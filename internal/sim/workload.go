@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -41,6 +42,9 @@ type Workload struct {
 	// domains (NVLink/IMEX domains: v1alpha1.LabelGFDClique) that a
 	// JobClass with Domain set spans.
 	DomainLabel string
+	// DRADrivers are the DRA drivers the controller takes for GPUs
+	// (spec.dra.drivers); nil: v1alpha1.DefaultDRADrivers.
+	DRADrivers []string
 	// Unobserved hides the jobs from the controller: the planner sees no
 	// GPU pod on any node (GPUPods and GPUWork stay zero) and starts the
 	// pending nodes in their own, name, order. It is the fixed order that
@@ -73,6 +77,13 @@ type JobClass struct {
 	// Labels are its pods' labels (what spec.evict.waitForCompletion
 	// selects by).
 	Labels map[string]string
+	// Claim is the DRA driver whose ResourceClaim its pods hold their GPUs
+	// by (dynamic resource allocation); empty: they request
+	// nvidia.com/gpu. A job is a GPU pod to the controller, observed,
+	// drained and waited for, only when the one reading says so
+	// (planner.HoldsGPU, with Workload.DRADrivers); any other job runs on
+	// through the drain and dies when the driver is swapped under it.
+	Claim string
 }
 
 // LabelJobKind is the pod label DefaultWorkload's jobs carry: "training"
@@ -123,6 +134,14 @@ func DefaultWorkload(nodes int, domainLabel string) *Workload {
 		}
 	}
 	return w
+}
+
+// draDrivers is DRADrivers or its default.
+func (w *Workload) draDrivers() []string {
+	if len(w.DRADrivers) > 0 {
+		return w.DRADrivers
+	}
+	return v1alpha1.DefaultDRADrivers
 }
 
 // gpusPerNode is GPUsPerNode or its default.

@@ -64,6 +64,8 @@ type clusterSpec struct {
 	timeout  time.Duration
 	withFlux bool
 	audit    bool
+	// disabledAPIs are Options.DisabledAPIs.
+	disabledAPIs []string
 }
 
 // startCluster starts etcd and kube-apiserver and installs the CRDs.
@@ -117,6 +119,13 @@ func startCluster(spec clusterSpec) (*Cluster, error) {
 			args.Set(k, v)
 		}
 		auditLog = path
+	}
+	if len(spec.disabledAPIs) > 0 {
+		off := make([]string, len(spec.disabledAPIs))
+		for i, gv := range spec.disabledAPIs {
+			off[i] = gv + "=false"
+		}
+		env.ControlPlane.APIServer.Configure().Set("runtime-config", strings.Join(off, ","))
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -25,7 +25,8 @@ const (
 // DaemonSets create pods, garbage-collects what their owners left, computes
 // PodDisruptionBudgets (so an eviction is refused with 429 for real), marks
 // nodes whose heartbeats stop NotReady and taints them, evicts pods from
-// tainted nodes, and gives namespaces their service accounts and tokens.
+// tainted nodes, gives namespaces their service accounts and tokens, and
+// keeps pods' ResourceClaims.
 // The others (cloud, volumes, certificates, jobs, ...) have nothing to do
 // on a testbed and only cost CPU.
 var KubeControllers = []string{
@@ -39,6 +40,10 @@ var KubeControllers = []string{
 	"serviceaccount-controller",
 	"serviceaccount-token-controller",
 	"namespace-controller",
+	// Dynamic resource allocation: makes a pod's claims from its
+	// templates, takes a pod that is gone out of its claims' reservedFor,
+	// and deletes the claims made for it.
+	"resourceclaim-controller",
 }
 
 // Node lifecycle timing of a testbed cluster: how often the node lifecycle

@@ -69,6 +69,10 @@ type Options struct {
 	// AuditLog makes each API server write an audit log of every request's
 	// metadata (see [Cluster.Requests]), to count what each program asked.
 	AuditLog bool
+	// DisabledAPIs are built-in API group/versions the API servers do not
+	// serve ("resource.k8s.io/v1"), as on an older Kubernetes or one with
+	// the API turned off (kube-apiserver --runtime-config GV=false).
+	DisabledAPIs []string
 }
 
 // Testbed is a set of running clusters, and optionally a git server.
@@ -169,7 +173,7 @@ func Start(ctx context.Context, opts Options) (*Testbed, error) {
 			clusters[i], errs[i] = startCluster(clusterSpec{
 				name: name, bins: bins, dir: filepath.Join(tb.Dir, name),
 				crdDirs: dirs, crds: opts.CRDs, scheme: opts.Scheme, timeout: opts.StartTimeout,
-				audit: opts.AuditLog,
+				audit: opts.AuditLog, disabledAPIs: opts.DisabledAPIs,
 			})
 		})
 	}

@@ -1,6 +1,11 @@
 package versions
 
-import "github.com/Masterminds/semver/v3"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+)
 
 // Version is a parsed version. Its zero value is not a version: use Parse
 // or MustParse.
@@ -73,3 +78,35 @@ func ParseRange(s string) (Range, error) {
 
 // Contains reports whether v is in range r.
 func (r Range) Contains(v Version) bool { return r.c.Check(v.v) }
+
+// SameDriver reports whether a and b name one NVIDIA driver: NVIDIA writes
+// 580.95.05, and a DRA driver's semver device attribute writes the same
+// driver 580.95.5, so they are compared as versions, not as text. Two
+// strings that do not parse are the same only when they are equal.
+func SameDriver(a, b string) bool {
+	if a == b {
+		return true
+	}
+	order, ok := Compare(a, b)
+	return ok && order == 0
+}
+
+// NVIDIADriver writes a driver version as NVIDIA does, the form the GPU
+// Operator's driver images are tagged with and the fleet file takes: the
+// third part has two digits, so a DRA driver's semver 580.95.5 is
+// 580.95.05. ok is false for what is not major.minor.patch (a branch, a
+// pre-release): such a string is no driver version NVIDIA writes.
+func NVIDIADriver(s string) (string, bool) {
+	v, err := semver.StrictNewVersion(strings.TrimPrefix(s, "v"))
+	if err != nil {
+		// Strict parsing refuses leading zeros: 580.95.05 is already
+		// NVIDIA's form, read it tolerantly.
+		if v, err = semver.NewVersion(s); err != nil || strings.Count(s, ".") != 2 {
+			return "", false
+		}
+	}
+	if v.Prerelease() != "" || v.Metadata() != "" {
+		return "", false
+	}
+	return fmt.Sprintf("%d.%d.%02d", v.Major(), v.Minor(), v.Patch()), true
+}

@@ -43,3 +43,41 @@ func TestReleaseAndRange(t *testing.T) {
 		t.Error("a bad range parses")
 	}
 }
+
+func TestDriverForms(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		same bool
+	}{
+		{"580.95.05", "580.95.5", true},
+		{"580.95.5", "580.95.05", true},
+		{"570.172.08", "570.172.08", true},
+		{"580.95.05", "580.95.15", false},
+		{"580.95.05", "570.172.08", false},
+		{"latest", "latest", true},
+		{"latest", "580.95.05", false},
+	} {
+		if got := SameDriver(tt.a, tt.b); got != tt.same {
+			t.Errorf("SameDriver(%q, %q) = %t, want %t", tt.a, tt.b, got, tt.same)
+		}
+	}
+	for _, tt := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"580.95.5", "580.95.05", true},
+		{"580.95.05", "580.95.05", true},
+		{"570.172.8", "570.172.08", true},
+		{"550.54.14", "550.54.14", true},
+		{"v580.95.5", "580.95.05", true},
+		{"580", "", false},
+		{"580.95", "", false},
+		{"580.95.5-rc.1", "", false},
+		{"not a version", "", false},
+	} {
+		got, ok := NVIDIADriver(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("NVIDIADriver(%q) = %q, %t; want %q, %t", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -41,6 +41,11 @@ func AddPool(ctx context.Context, c client.Client, sim *nodesim.Sim, namespace s
 	if err := MarkGPUNodes(ctx, c, nodes...); err != nil {
 		return nil, err
 	}
+	if p.DRA {
+		if err := DRADriver(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	if p.Driver == "" {
 		return nodes, nil
 	}

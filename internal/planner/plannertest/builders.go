@@ -353,3 +353,33 @@ func RunsDriver(n *planner.Node, version string) {
 	}
 	n.Labels[v1alpha1.LabelDriver] = version
 }
+
+// DRA makes the node run NVIDIA's DRA kubelet plugin, Ready, its
+// ResourceSlices publishing driver version (in semver form, as the
+// plugin writes it) unless it is empty.
+func (b *NodeBuilder) DRA(version string) *NodeBuilder {
+	b.n.DRA, b.n.DRAPluginRunning, b.n.DRAPluginReady = true, true, true
+	b.n.DRASliceVersions = nil
+	if version != "" {
+		b.n.DRASliceVersions = []string{planner.SemverForm(version)}
+	}
+	return b
+}
+
+// Plugin sets the node's DRA plugin label (v1alpha1.LabelDRAPlugin) and
+// whether a plugin pod runs there and is Ready.
+func (b *NodeBuilder) Plugin(label string, running, ready bool) *NodeBuilder {
+	b.n.Labels = maps.Clone(b.n.Labels)
+	delete(b.n.Labels, v1alpha1.LabelDRAPlugin)
+	if label != "" {
+		b.n.Labels[v1alpha1.LabelDRAPlugin] = label
+	}
+	b.n.DRAPluginRunning, b.n.DRAPluginReady = running, ready
+	return b
+}
+
+// Claims sets the GPU claims still allocated on the node, "ns/name".
+func (b *NodeBuilder) Claims(names ...string) *NodeBuilder { b.n.DRAClaims = names; return b }
+
+// ComputeDomain puts the node in ComputeDomain uid, as its claims say.
+func (b *NodeBuilder) ComputeDomain(uid string) *NodeBuilder { b.n.ComputeDomain = uid; return b }

@@ -266,9 +266,10 @@ func (c *Checker) Step(s sim.Step) {
 			h.forget(t.Node)
 			continue
 		}
-		if ofedSelfMove(s, t) {
+		if ofedSelfMove(s, t) || c.draSelfMove(s, t) {
 			continue
 		}
+		c.draSwapRule(s, t)
 		h.touched[t.Node] = true
 		if t.From == v1alpha1.NodePending && t.To == v1alpha1.NodeDone {
 			// Settled: a node already on the target is marked Done without

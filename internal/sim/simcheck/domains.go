@@ -26,13 +26,23 @@ func domainsOf(ro *v1alpha1.DriverRollout, others []planner.Peer, nodes []planne
 	out := map[string][]*planner.Node{}
 	v := see(ro, others, nil, nodes)
 	for _, n := range v.selected {
-		key := n.Labels[d.NodeLabel]
+		key := domainKeyOf(d.NodeLabel, n)
 		if key == "" || leftTo(ro, others, n) != "" {
 			continue
 		}
 		out[key] = append(out[key], n)
 	}
 	return out
+}
+
+// domainKeyOf is node n's domain under the domain label: its value, or for
+// NVIDIA's ComputeDomain label the ComputeDomain the node was observed in
+// (its claims or recorded start), which the label gives way to.
+func domainKeyOf(label string, n *planner.Node) string {
+	if label == v1alpha1.LabelComputeDomain && n.ComputeDomain != "" {
+		return n.ComputeDomain
+	}
+	return n.Labels[label]
 }
 
 // domainRules checks one pass. A pass one of whose writes was refused ends
@@ -52,7 +62,7 @@ func (c *Checker) domainRules(s sim.Step) {
 		key := ""
 		for _, n := range s.After {
 			if n.Name == t.Node {
-				key = n.Labels[label]
+				key = domainKeyOf(label, &n)
 				break
 			}
 		}
