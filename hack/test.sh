@@ -38,10 +38,29 @@ phase() { # NAME COMMAND...: run, and record how long it took
 	local name=$1 start=$SECONDS
 	shift
 	stamp "$name"
-	"$@"
+	local rc=0
+	"$@" || rc=$?
 	times+=("$name: $((SECONDS - start))s")
+	return "$rc"
 }
 times=()
+
+run_logged() { # LOG COMMAND...: run, its output to the terminal and to LOG
+	local log=$1
+	shift
+	set +e
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	set -e
+	return "$rc"
+}
+
+failures() { # LOG: each failing test with the lines that say why
+	echo
+	echo "test: the failures (whole output: $1):"
+	awk '/^[ \t]*--- FAIL/ { n = 12 } /testbed logs:|=== .* at the failure ===/ { n = 0 }
+		/^(FAIL|panic:)/ { print; next } n > 0 { print; n-- }' "$1" | head -n 300
+}
 
 # The packages whose tests need the testbed, and the others.
 testbed_deps="$module/internal/testbed $module/internal/secrets/sopstest"
@@ -53,7 +72,12 @@ all=$("$go_bin" list ./...)
 unit=$(comm -23 <(printf '%s\n' "$all" | sort) <(printf '%s\n' "$need"))
 
 phase "lint and generated files" "$make_bin" --no-print-directory lint verify-generate
-phase "tests without the testbed ($(wc -w <<<"$unit") packages)" "$go_bin" test -count=1 -timeout 30m $unit
+unit_log=bin/test-unit.log
+if ! phase "tests without the testbed ($(wc -w <<<"$unit") packages)" \
+	run_logged "$unit_log" "$go_bin" test -count=1 -timeout 30m $unit; then
+	failures "$unit_log"
+	exit 1
+fi
 
 start=$SECONDS
 stamp "waiting for the testbed"
@@ -66,8 +90,16 @@ tail -n 1 bin/testbin.log
 times+=("waiting for the testbed after that: $((SECONDS - start))s")
 
 # -parallel: the end-to-end suite's tests each run a world of their own.
-phase "tests with the testbed ($(wc -w <<<"$need") packages, $jobs at once)" \
-	"$go_bin" test -count=1 -timeout 45m -p "$jobs" -parallel 3 $need
+# The output is kept in bin/test-testbed.log too: a failing world test
+# prints the testbed's state after its error, so CI's tail of the log
+# would show the dump and not the failure; the failures are printed again
+# last.
+testbed_log=bin/test-testbed.log
+if ! phase "tests with the testbed ($(wc -w <<<"$need") packages, $jobs at once)" \
+	run_logged "$testbed_log" "$go_bin" test -count=1 -timeout 45m -p "$jobs" -parallel 3 $need; then
+	failures "$testbed_log"
+	exit 1
+fi
 
 trap - EXIT
 stamp "done in $((SECONDS - began))s"

@@ -38,7 +38,7 @@ func parseLine(line string) (point, bool) {
 	if c := cpuMetric.FindStringSubmatch(line); c != nil {
 		p.cpu, _ = strconv.ParseFloat(c[1], 64)
 	}
-	for _, part := range strings.Split(m[1], "/") {
+	for part := range strings.SplitSeq(m[1], "/") {
 		k, v, ok := strings.Cut(part, "=")
 		if ok && (k == "clusters" || k == "nodes") {
 			if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {

@@ -14,7 +14,7 @@ BenchmarkSimulateNodes/parallel=100/nodes=5000-2   	       1	 980717168 ns/op	  
 BenchmarkPlan10000Nodes-2   	       1	   1051439 ns/op
 PASS`
 	var points []point
-	for _, line := range strings.Split(out, "\n") {
+	for line := range strings.SplitSeq(out, "\n") {
 		if p, ok := parseLine(line); ok {
 			points = append(points, p)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -133,12 +134,7 @@ func drawPanel(b *strings.Builder, ss []*series, x0, y0 int) {
 }
 
 func containsFloat(list []float64, v float64) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, v)
 }
 
 // seconds writes a time as 12 ms, 1.5 s, 2 min.

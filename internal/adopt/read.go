@@ -70,9 +70,7 @@ func Read(ctx context.Context, o ReadOptions) ([]Cluster, error) {
 	sem := make(chan struct{}, max(o.Concurrency, 1))
 	var wg sync.WaitGroup
 	for i, name := range o.Contexts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			cctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -83,7 +81,7 @@ func Read(ctx context.Context, o ReadOptions) ([]Cluster, error) {
 				return
 			}
 			clusters[i] = c
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

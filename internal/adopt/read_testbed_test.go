@@ -8,7 +8,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -49,12 +48,12 @@ func createNode(t *testing.T, c client.Client, name string, labels map[string]st
 func createSlice(t *testing.T, c client.Client, node, driver, version string, products ...string) {
 	t.Helper()
 	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver}, Spec: resourcev1.ResourceSliceSpec{
-		Driver: driver, NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Driver: driver, NodeName: new(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 	}}
 	for i, p := range products {
 		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: "gpu-" + string(rune('0'+i)), Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			dra.AttributeProductName:   {StringValue: ptr.To(p)},
-			dra.AttributeDriverVersion: {VersionValue: ptr.To(version)},
+			dra.AttributeProductName:   {StringValue: new(p)},
+			dra.AttributeDriverVersion: {VersionValue: new(version)},
 		}})
 	}
 	if err := c.Create(t.Context(), s); err != nil {

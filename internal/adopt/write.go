@@ -43,14 +43,14 @@ func (w *writer) line(format string, args ...any) {
 
 // comment writes text as "# " lines, wrapped at 78 columns.
 func (w *writer) comment(text string) {
-	for _, para := range strings.Split(text, "\n") {
+	for para := range strings.SplitSeq(text, "\n") {
 		if strings.HasPrefix(para, "  ") {
 			// An indented line (an example) is kept as it is.
 			w.line("# %s", para)
 			continue
 		}
 		line := "#"
-		for _, word := range strings.Fields(para) {
+		for word := range strings.FieldsSeq(para) {
 			if len(line)+1+len(word) > 78 && line != "#" {
 				w.line("%s", line)
 				line = "#"

@@ -199,7 +199,7 @@ func TestRenderManifestsIsStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 5; i++ {
+	for range 5 {
 		b, err := RenderManifests(ctx, src, "widget", "1.0.0", nil, RenderOptions{Namespace: "tools"})
 		if err != nil {
 			t.Fatal(err)
@@ -209,9 +209,9 @@ func TestRenderManifestsIsStable(t *testing.T) {
 		}
 	}
 	var heads []string
-	for _, doc := range strings.Split(string(a), "---\n") {
+	for doc := range strings.SplitSeq(string(a), "---\n") {
 		var kind, name, ns string
-		for _, line := range strings.Split(doc, "\n") {
+		for line := range strings.SplitSeq(doc, "\n") {
 			switch {
 			case strings.HasPrefix(line, "kind: "):
 				kind = strings.TrimPrefix(line, "kind: ")

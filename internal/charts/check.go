@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -342,10 +343,5 @@ func hasRemoteSchemaRef(ch *chart.Chart) bool {
 	if s := string(ch.Schema); strings.Contains(s, `"$ref": "http`) || strings.Contains(s, `"$ref":"http`) {
 		return true
 	}
-	for _, d := range ch.Dependencies() {
-		if hasRemoteSchemaRef(d) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ch.Dependencies(), hasRemoteSchemaRef)
 }

@@ -10,8 +10,8 @@ func sameVersion(a, b string) bool {
 
 // versionCandidates are the spellings of version to try, as given first.
 func versionCandidates(version string) []string {
-	if strings.HasPrefix(version, "v") {
-		return []string{version, strings.TrimPrefix(version, "v")}
+	if after, ok := strings.CutPrefix(version, "v"); ok {
+		return []string{version, after}
 	}
 	return []string{version, "v" + version}
 }

@@ -76,8 +76,8 @@ func TestWriter(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(out.String(), "\n")
-	for _, l := range lines {
+	lines := strings.SplitSeq(out.String(), "\n")
+	for l := range lines {
 		if commandIn(l) && l != "::error file=fleet.toml::real" {
 			t.Errorf("a command got through: %q", l)
 		}

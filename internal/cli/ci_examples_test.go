@@ -93,7 +93,7 @@ func TestCIExamplesLint(t *testing.T) {
 	// Every action is pinned by a full commit, with the release it is as a
 	// comment: a tag can be moved to other code.
 	pinned := regexp.MustCompile(`^\s*- uses: [\w.-]+/[\w.-]+@[0-9a-f]{40} # v[0-9]+\.[0-9]+\.[0-9]+$`)
-	for _, l := range strings.Split(string(src), "\n") {
+	for l := range strings.SplitSeq(string(src), "\n") {
 		if strings.Contains(l, "uses:") && !pinned.MatchString(l) {
 			t.Errorf("not pinned by commit: %q", l)
 		}
@@ -236,9 +236,9 @@ func expand(t *testing.T, s string, values map[string]string) string {
 func commands(block string) []string {
 	var out []string
 	cur := ""
-	for _, l := range strings.Split(block, "\n") {
-		if strings.HasSuffix(l, "\\") {
-			cur += strings.TrimSuffix(l, "\\")
+	for l := range strings.SplitSeq(block, "\n") {
+		if before, ok := strings.CutSuffix(l, "\\"); ok {
+			cur += before
 			continue
 		}
 		if line := strings.TrimSpace(cur + l); line != "" {

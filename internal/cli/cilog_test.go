@@ -38,7 +38,7 @@ func readCommand(line string) (runnerCommand, bool) {
 	name, props, _ := strings.Cut(info, " ")
 	c := runnerCommand{name: name, props: map[string]string{},
 		data: strings.NewReplacer("%0D", "\r", "%0A", "\n", "%25", "%").Replace(data)}
-	for _, kv := range strings.Split(props, ",") {
+	for kv := range strings.SplitSeq(props, ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			c.props[k] = strings.NewReplacer("%0D", "\r", "%0A", "\n", "%3A", ":", "%2C", ",", "%25", "%").Replace(v)
 		}
@@ -95,7 +95,7 @@ func TestVerifyOutputCannotBeForged(t *testing.T) {
 		t.Fatalf("-o json is not JSON: %v\n%s", err, js)
 	}
 	annotations := 0
-	for _, line := range strings.Split(out+errOut, "\n") {
+	for line := range strings.SplitSeq(out+errOut, "\n") {
 		c, ok := readCommand(line)
 		if !ok {
 			continue
@@ -129,13 +129,13 @@ func TestVerifyOutputCannotBeForged(t *testing.T) {
 		t.Errorf("the hostile Secrets are not reported (%d findings name them):\n%s", forged, js)
 	}
 
-	for _, line := range strings.Split(js, "\n") {
+	for line := range strings.SplitSeq(js, "\n") {
 		if _, ok := readCommand(line); ok {
 			t.Errorf("-o json holds a command: %q", line)
 		}
 	}
 	_, yml, _ := run(t, append(base, "-o", "yaml")...)
-	for _, line := range strings.Split(yml, "\n") {
+	for line := range strings.SplitSeq(yml, "\n") {
 		if _, ok := readCommand(line); ok {
 			t.Errorf("-o yaml holds a command: %q", line)
 		}
@@ -183,7 +183,7 @@ func TestEveryCommandOutputIsInert(t *testing.T) {
 		if code == ExitOK {
 			t.Errorf("gpufleet %s: exit 0, want a problem found", strings.Join(args, " "))
 		}
-		for _, line := range strings.Split(out+errOut, "\n") {
+		for line := range strings.SplitSeq(out+errOut, "\n") {
 			if _, ok := readCommand(line); ok {
 				t.Errorf("gpufleet %s prints a command: %q", strings.Join(args, " "), line)
 			}

@@ -13,7 +13,7 @@ func complete(t *testing.T, args ...string) []string {
 	t.Helper()
 	_, out, _ := run(t, append([]string{"__complete"}, args...)...)
 	var names []string
-	for _, l := range strings.Split(out, "\n") {
+	for l := range strings.SplitSeq(out, "\n") {
 		if l == "" || strings.HasPrefix(l, ":") || strings.HasPrefix(l, "Completion ended") {
 			continue
 		}

@@ -68,14 +68,12 @@ func errorDocumentOf(err error) ErrorDocument {
 	code := exitCode(err)
 	d := ErrorDocument{APIVersion: cliAPIVersion, Kind: "Error", ExitCode: code, Message: err.Error(),
 		Reason: map[int]string{ExitFailed: "Failed", ExitUsage: "Usage", ExitUnknown: "Unknown"}[code]}
-	var probs fleet.Problems
-	if errors.As(err, &probs) {
+	if probs, ok := errors.AsType[fleet.Problems](err); ok {
 		for _, p := range probs {
 			d.Problems = append(d.Problems, ProblemDocument{File: p.File, Line: p.Line, Column: p.Column, Key: p.Key, Message: p.Message})
 		}
 	}
-	var we *waitingError
-	if errors.As(err, &we) {
+	if we, ok := errors.AsType[*waitingError](err); ok {
 		d.Waiting, d.Gate = waitingDocuments(we.waiting), we.gate
 	}
 	return d

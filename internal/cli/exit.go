@@ -53,12 +53,10 @@ func exitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var s silentFailure
-	if errors.As(err, &s) {
+	if s, ok := errors.AsType[silentFailure](err); ok {
 		return s.code
 	}
-	var e *ExitError
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*ExitError](err); ok {
 		return e.Code
 	}
 	return ExitFailed

@@ -191,7 +191,7 @@ func (o *initOptions) adoptOptions() (adopt.Options, error) {
 			return a, fmt.Errorf("--wave %q: write NAME=CONTEXT,CONTEXT", w)
 		}
 		spec := adopt.WaveSpec{Name: name}
-		for _, ctx := range strings.Split(list, ",") {
+		for ctx := range strings.SplitSeq(list, ",") {
 			if ctx = strings.TrimSpace(ctx); ctx != "" {
 				spec.Contexts = append(spec.Contexts, ctx)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -145,9 +145,7 @@ func labelNode(t *testing.T, c client.Client, name string, set map[string]string
 	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, &n); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range set {
-		n.Labels[k] = v
-	}
+	maps.Copy(n.Labels, set)
 	for _, k := range remove {
 		delete(n.Labels, k)
 	}
@@ -590,10 +588,10 @@ func TestInitOnLiveClusters(t *testing.T) {
 func createSlice(t *testing.T, c client.Client, node, product, version string) {
 	t.Helper()
 	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpu.nvidia.com"}, Spec: resourcev1.ResourceSliceSpec{
-		Driver: "gpu.nvidia.com", NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Driver: "gpu.nvidia.com", NodeName: new(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			"productName":   {StringValue: ptr.To(product)},
-			"driverVersion": {VersionValue: ptr.To(version)},
+			"productName":   {StringValue: new(product)},
+			"driverVersion": {VersionValue: new(version)},
 		}}},
 	}}
 	if err := c.Create(t.Context(), s); err != nil {

@@ -72,8 +72,7 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		err = withCode(ExitUsage, err)
 	}
 	if err != nil {
-		var sf silentFailure
-		if !errors.As(err, &sf) {
+		if _, ok := errors.AsType[silentFailure](err); !ok {
 			// With -o json or yaml a script reads stdout: the error comes
 			// there, in that format, with the same exit code.
 			if format := requestedFormat(cmd, args); machineFormat(format) && writeDocument(s.Out, format, errorDocumentOf(err)) == nil {

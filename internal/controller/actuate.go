@@ -65,9 +65,7 @@ func transitionNode(node *corev1.Node, ro *v1alpha1.DriverRollout, t planner.Tra
 	ofedMarks(n, t)
 	draMarks(n, t)
 	if t.Quarantine {
-		for k, v := range quarantineLabels(&ro.Spec.Quarantine) {
-			n.Labels[k] = v
-		}
+		maps.Copy(n.Labels, quarantineLabels(&ro.Spec.Quarantine))
 		taint := quarantineTaint(&ro.Spec.Quarantine)
 		if !slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&taint) }) {
 			n.Spec.Taints = append(slices.Clone(n.Spec.Taints), taint)

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,7 +61,7 @@ func BenchmarkRollout(b *testing.B) {
 	sizes := []int{1000, 2500, 5000}
 	if s := os.Getenv("GPUFLEET_BENCH_NODES"); s != "" {
 		sizes = nil
-		for _, f := range strings.Split(s, ",") {
+		for f := range strings.SplitSeq(s, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
 				b.Fatalf("GPUFLEET_BENCH_NODES: %v", err)
@@ -121,7 +120,7 @@ func benchRollout(b *testing.B, nodes int) {
 
 		ro := newRollout(name, name, oldDriver, newDriver)
 		ro.Spec.ParallelNodes = int32(nodes / 10)
-		ro.Spec.MaxUnavailable = ptr.To(intstr.FromString("10%"))
+		ro.Spec.MaxUnavailable = new(intstr.FromString("10%"))
 		ro.Spec.Soak = metav1.Duration{Duration: time.Second}
 		ro.Spec.Timeouts = v1alpha1.StepTimeouts{
 			Drain:    metav1.Duration{Duration: 5 * time.Minute},
@@ -373,7 +372,7 @@ func peakRSS() int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
@@ -482,7 +481,7 @@ func benchPod(name, ns, node string, lbls map[string]string, kind, owner, image 
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: owner,
-				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}},
+				UID: "00000000-0000-0000-0000-000000000001", Controller: new(true)}}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: image}}},
 	}
 	for i := range 8 {

@@ -165,7 +165,7 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 			}}},
 			Canary:         v1alpha1.CanarySpec{Count: ptr.To[int32](1)},
 			ParallelNodes:  4,
-			MaxUnavailable: ptr.To(intstr.FromInt32(7)),
+			MaxUnavailable: new(intstr.FromInt32(7)),
 			FailureBudget:  1,
 			Soak:           metav1.Duration{Duration: 2 * time.Second},
 			Timeouts: v1alpha1.StepTimeouts{
@@ -423,7 +423,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 		Spec: v1alpha1.DriverRolloutSpec{
 			TargetVersion: newDriver, PreviousVersion: oldDriver,
 			NodeSelector:  metav1.LabelSelector{MatchLabels: map[string]string{"gpufleet.io/pool": "ha"}},
-			ParallelNodes: 1, MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			ParallelNodes: 1, MaxUnavailable: new(intstr.FromInt32(1)),
 			Soak: metav1.Duration{Duration: 2 * time.Second},
 		},
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -39,9 +38,9 @@ func TestDomainMovesAsOne(t *testing.T) {
 
 	startController(t, RealClock{}, nil)
 	ro := newRollout(ns, ns, oldDriver, newDriver)
-	ro.Spec.Canary.Count = ptr.To(int32(0))
+	ro.Spec.Canary.Count = new(int32(0))
 	ro.Spec.ParallelNodes = 4
-	ro.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(4))
+	ro.Spec.MaxUnavailable = new(intstr.FromInt32(4))
 	ro.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 4}
 	ro.Spec.Evict.WaitForCompletion = &v1alpha1.WaitForCompletion{PodSelector: metav1.LabelSelector{MatchLabels: job}, Timeout: metav1.Duration{Duration: 2 * time.Minute}}
 	create(t, ro)

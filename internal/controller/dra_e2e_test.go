@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -89,13 +88,13 @@ func onNode(node string) *corev1.Affinity {
 func claimPod(t *testing.T, ns, name, node, claim string, template bool) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	rc := corev1.PodResourceClaim{Name: "dev", ResourceClaimName: ptr.To(claim)}
+	rc := corev1.PodResourceClaim{Name: "dev", ResourceClaimName: new(claim)}
 	if template {
-		rc = corev1.PodResourceClaim{Name: "dev", ResourceClaimTemplateName: ptr.To(claim)}
+		rc = corev1.PodResourceClaim{Name: "dev", ResourceClaimTemplateName: new(claim)}
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{Affinity: onNode(node), TerminationGracePeriodSeconds: ptr.To(int64(0)),
+		Spec: corev1.PodSpec{Affinity: onNode(node), TerminationGracePeriodSeconds: new(int64(0)),
 			ResourceClaims: []corev1.PodResourceClaim{rc},
 			Containers: []corev1.Container{{Name: "app", Image: "app:1",
 				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "dev"}}}}}},
@@ -137,7 +136,7 @@ func nicDriver(t *testing.T, node string) {
 	createObj(t, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "dra.net"},
 		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.driver == 'dra.net'"}}}}})
 	createObj(t, &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-dra.net"},
-		Spec: resourcev1.ResourceSliceSpec{Driver: "dra.net", NodeName: ptr.To(node),
+		Spec: resourcev1.ResourceSliceSpec{Driver: "dra.net", NodeName: new(node),
 			Pool:    resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 			Devices: []resourcev1.Device{{Name: "nic-0"}}}})
 }
@@ -245,7 +244,7 @@ func TestDRASwapOrder(t *testing.T) {
 	rec := recordDRA(t, node)
 	startController(t, RealClock{}, nil)
 	ro := newRollout(ns, ns, oldDriver, newDriver)
-	ro.Spec.Canary.Count = ptr.To(int32(0))
+	ro.Spec.Canary.Count = new(int32(0))
 	create(t, ro)
 	waitPhase(t, ns, v1alpha1.PhaseCompleted, 90*time.Second)
 	rec.stop()
@@ -322,7 +321,7 @@ func TestDRAClaimNeverReleases(t *testing.T) {
 	rec := recordDRA(t, node)
 	startController(t, RealClock{}, nil)
 	ro := newRollout(ns, ns, oldDriver, newDriver)
-	ro.Spec.Canary.Count = ptr.To(int32(0))
+	ro.Spec.Canary.Count = new(int32(0))
 	ro.Spec.Timeouts.Drain = metav1.Duration{Duration: 5 * time.Second}
 	create(t, ro)
 	start := time.Now()
@@ -363,9 +362,9 @@ func TestDRAComputeDomainMovesAsOne(t *testing.T) {
 
 	startController(t, RealClock{}, nil)
 	ro := newRollout(ns, ns, oldDriver, newDriver)
-	ro.Spec.Canary.Count = ptr.To(int32(0))
+	ro.Spec.Canary.Count = new(int32(0))
 	ro.Spec.ParallelNodes = 2
-	ro.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	ro.Spec.MaxUnavailable = new(intstr.FromInt32(2))
 	ro.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelComputeDomain, MaxNodes: 2}
 	create(t, ro)
 	waitPhase(t, ns, v1alpha1.PhaseCompleted, 120*time.Second)

@@ -64,7 +64,7 @@ func TestCanaryApprovalMetricsEvents(t *testing.T) {
 	ro := newRollout("canary", "canary", oldDriver, newDriver)
 	ro.Spec.Canary.Count = ptr.To[int32](1)
 	ro.Spec.ParallelNodes = 2
-	ro.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	ro.Spec.MaxUnavailable = new(intstr.FromInt32(2))
 	create(t, ro)
 
 	t.Run("canary first and alone", func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestMaxUnavailableKeepsAdminCordon(t *testing.T) {
 	startController(t, RealClock{}, nil)
 	ro := newRollout("maxu", "maxu", oldDriver, newDriver)
 	ro.Spec.ParallelNodes = 3
-	ro.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	ro.Spec.MaxUnavailable = new(intstr.FromInt32(2))
 	create(t, ro)
 	waitPhase(t, "maxu", v1alpha1.PhaseCompleted, 90*time.Second)
 	s.stop()
@@ -470,7 +470,7 @@ func TestRestartMidDrain(t *testing.T) {
 	run := startController(t, RealClock{}, nil)
 	ro := newRollout("restart", "restart", oldDriver, newDriver)
 	ro.Spec.ParallelNodes = 2
-	ro.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	ro.Spec.MaxUnavailable = new(intstr.FromInt32(1))
 	create(t, ro)
 	waitNodePhase(t, nodes[0], v1alpha1.NodeDraining, 20*time.Second)
 	run.stop()
@@ -501,7 +501,7 @@ func TestPDBAndDrainTimeout(t *testing.T) {
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "pdb"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			MinAvailable: new(intstr.FromInt32(1)),
 			Selector:     &metav1.LabelSelector{MatchLabels: app},
 		},
 	}
@@ -572,7 +572,7 @@ func TestDrainEvictsWhatTheSwapNeeds(t *testing.T) {
 				t.Fatal(err)
 			}
 			ro := newRollout(ns, ns, oldDriver, newDriver)
-			ro.Spec.Canary.Count = ptr.To(int32(0))
+			ro.Spec.Canary.Count = new(int32(0))
 			ro.Spec.Evict.Mode = tt.mode
 			create(t, ro)
 			waitPhase(t, ns, v1alpha1.PhaseCompleted, 60*time.Second)
@@ -606,7 +606,7 @@ func TestDrainWaitsForJobs(t *testing.T) {
 	job := map[string]string{"job": "train"}
 	rollout := func(name string, wait time.Duration) *v1alpha1.DriverRollout {
 		ro := newRollout(name, name, oldDriver, newDriver)
-		ro.Spec.Canary.Count = ptr.To(int32(0))
+		ro.Spec.Canary.Count = new(int32(0))
 		ro.Spec.Evict.WaitForCompletion = &v1alpha1.WaitForCompletion{PodSelector: metav1.LabelSelector{MatchLabels: job}, Timeout: metav1.Duration{Duration: wait}}
 		return ro
 	}
@@ -678,7 +678,7 @@ func TestIdleNodesFirst(t *testing.T) {
 	})
 	startController(t, RealClock{}, nil)
 	ro := newRollout(ns, ns, oldDriver, newDriver)
-	ro.Spec.Canary.Count = ptr.To(int32(0))
+	ro.Spec.Canary.Count = new(int32(0))
 	create(t, ro)
 	waitFor(t, 20*time.Second, "a node to start", func() (bool, string) {
 		a, b := getNode(t, nodes[0]).Labels[v1alpha1.LabelPhase], getNode(t, nodes[1]).Labels[v1alpha1.LabelPhase]
@@ -711,7 +711,7 @@ func TestCRDValidation(t *testing.T) {
 	})
 	t.Run("invalid plan", func(t *testing.T) {
 		ro := newRollout("invalid", "x", oldDriver, newDriver)
-		ro.Spec.MaxUnavailable = ptr.To(intstr.FromString("150%"))
+		ro.Spec.MaxUnavailable = new(intstr.FromString("150%"))
 		ro.Spec.Canary = v1alpha1.CanarySpec{Count: ptr.To[int32](1), Nodes: []string{"a"}}
 		ro.Spec.TargetVersion = "latest"
 		ro.Spec.MaintenanceDomain = &v1alpha1.MaintenanceDomain{NodeLabel: v1alpha1.LabelGFDClique, MaxNodes: 18}

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
@@ -63,8 +62,8 @@ func TestTrimToGPUWork(t *testing.T) {
 // read); one that holds a GPU by its resources does not need them.
 func TestTrimToGPUWorkKeepsClaims(t *testing.T) {
 	started := metav1.NewTime(t0.Add(-time.Hour))
-	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
-	statuses := []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("train-gpu-x7")}}
+	claims := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new("one-gpu")}}
+	statuses := []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: new("train-gpu-x7")}}
 	dra := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"},
 		Spec:       corev1.PodSpec{NodeName: "n1", ResourceClaims: claims, Containers: []corev1.Container{{Name: "a"}}},

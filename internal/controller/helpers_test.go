@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
@@ -208,14 +207,14 @@ func TestPodsToDrain(t *testing.T) {
 	pods := []corev1.Pod{
 		pod("app", nil),
 		pod("ds", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "x", Controller: ptr.To(true)}}
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "x", Controller: new(true)}}
 			gpu(v1alpha1.ResourceGPU)(p)
 		}),
 		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
 		pod("done", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 		pod("terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0}; gpu(v1alpha1.ResourceGPU)(p) }),
 		pod("rs", func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x", Controller: ptr.To(true)}}
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "x", Controller: new(true)}}
 		}),
 		pod("trainer", gpu(v1alpha1.ResourceGPU)),
 		pod("shared", gpu(v1alpha1.ResourceGPU+".shared")),
@@ -224,10 +223,10 @@ func TestPodsToDrain(t *testing.T) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{v1alpha1.ResourceGPU: resource1}}}}
 		}),
 		pod("dra", func(p *corev1.Pod) {
-			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: new("gpu-claim")}}
 		}),
 		pod("dra-nic", func(p *corev1.Pod) {
-			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimName: ptr.To("nic-claim")}}
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "nic", ResourceClaimName: new("nic-claim")}}
 		}),
 		pod("mounts-devices", func(p *corev1.Pod) { p.Labels = map[string]string{"uses": "nvidia-devices"} }),
 		pod("nic", gpu("nvidia.com/hostdev")),

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -72,9 +73,7 @@ func TestJoiningNodeLabelledAtOnce(t *testing.T) {
 	register := func(name string, cordoned bool, labels map[string]string) {
 		t.Helper()
 		l := map[string]string{"nvidia.com/gpu.product": product, "nvidia.com/gpu.present": "true"}
-		for k, v := range labels {
-			l[k] = v
-		}
+		maps.Copy(l, labels)
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
 		if err := c.Create(ctx, n); err != nil {
 			t.Fatal(err)
@@ -149,9 +148,7 @@ func TestJoiningNodeGetsItsPool(t *testing.T) {
 	register := func(name string, labels map[string]string) {
 		t.Helper()
 		l := map[string]string{"nvidia.com/gpu.product": product}
-		for k, v := range labels {
-			l[k] = v
-		}
+		maps.Copy(l, labels)
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 		if err := c.Create(ctx, n); err != nil {
 			t.Fatal(err)

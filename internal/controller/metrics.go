@@ -92,8 +92,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C, errs *[]error) C {
 	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 			if existing, ok := are.ExistingCollector.(C); ok {
 				return existing
 			}

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -77,7 +76,7 @@ func TestAdminCordonSurvivesSettleAndDelete(t *testing.T) {
 	// that one too leaves it cordoned and marked.
 	const next = "581.4.4"
 	ro2 := newRollout("settled-next", "settled", newDriver, next)
-	ro2.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	ro2.Spec.MaxUnavailable = new(intstr.FromInt32(2))
 	create(t, ro2)
 	waitPhase(t, "settled-next", v1alpha1.PhaseCompleted, 60*time.Second)
 	assertDone(t, nodes, next, admin)
@@ -175,7 +174,7 @@ func TestOverlappingRolloutsOneOwner(t *testing.T) {
 
 	first := newRollout("overlap-a", "overlap", oldDriver, newDriver)
 	first.Spec.ParallelNodes = 2
-	first.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	first.Spec.MaxUnavailable = new(intstr.FromInt32(2))
 	first.Spec.Soak = metav1.Duration{Duration: 3 * time.Second}
 	create(t, first)
 	waitFor(t, 20*time.Second, "overlap-a started", func() (bool, string) {
@@ -187,7 +186,7 @@ func TestOverlappingRolloutsOneOwner(t *testing.T) {
 	const other = "581.5.5"
 	second := newRollout("overlap-b", "overlap", oldDriver, other)
 	second.Spec.ParallelNodes = 2
-	second.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	second.Spec.MaxUnavailable = new(intstr.FromInt32(2))
 	create(t, second)
 
 	t.Run("the second reports the overlap and starts nothing", func(t *testing.T) {

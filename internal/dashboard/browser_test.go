@@ -502,7 +502,7 @@ func gpufleet(t *testing.T, args ...string) string {
 // statusNext is the next command `gpufleet status` prints.
 func statusNext(t *testing.T, fleetFile string) string {
 	t.Helper()
-	for _, line := range strings.Split(gpufleet(t, "status", "-f", fleetFile), "\n") {
+	for line := range strings.SplitSeq(gpufleet(t, "status", "-f", fleetFile), "\n") {
 		if rest, ok := strings.CutPrefix(line, "next: "); ok {
 			return rest
 		}

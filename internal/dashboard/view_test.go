@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,7 @@ import (
 
 func node(name string, st v1alpha1.NodeState, extra map[string]string) corev1.Node {
 	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "h100"}, Annotations: map[string]string{}}}
-	for k, v := range extra {
-		n.Labels[k] = v
-	}
+	maps.Copy(n.Labels, extra)
 	st.Encode(n.Labels, n.Annotations)
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	return n

@@ -7,14 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
 // slice is a ResourceSlice of driver for node's pool at generation, with
 // devices (each its attributes).
 func slice(name, driver, node string, generation int64, devices ...map[resourcev1.QualifiedName]resourcev1.DeviceAttribute) resourcev1.ResourceSlice {
 	s := resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourcev1.ResourceSliceSpec{
-		Driver: driver, NodeName: ptr.To(node),
+		Driver: driver, NodeName: new(node),
 		Pool: resourcev1.ResourcePool{Name: node, Generation: generation, ResourceSliceCount: 1},
 	}}
 	for i, attrs := range devices {
@@ -25,19 +24,19 @@ func slice(name, driver, node string, generation int64, devices ...map[resourcev
 
 func gpu(product, version string) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
 	return map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-		"type":                 {StringValue: ptr.To("gpu")},
-		AttributeProductName:   {StringValue: ptr.To(product)},
-		AttributeDriverVersion: {VersionValue: ptr.To(version)},
+		"type":                 {StringValue: new("gpu")},
+		AttributeProductName:   {StringValue: new(product)},
+		AttributeDriverVersion: {VersionValue: new(version)},
 	}
 }
 
 func TestNodes(t *testing.T) {
 	qualified := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-		DriverGPU + "/" + AttributeProductName:   {StringValue: ptr.To("NVIDIA H100 80GB HBM3")},
-		DriverGPU + "/" + AttributeDriverVersion: {VersionValue: ptr.To("580.95.5")},
+		DriverGPU + "/" + AttributeProductName:   {StringValue: new("NVIDIA H100 80GB HBM3")},
+		DriverGPU + "/" + AttributeDriverVersion: {VersionValue: new("580.95.5")},
 	}
 	network := slice("nic", DriverGPU, "", 1, gpu("NVIDIA H100 80GB HBM3", "1.0.0"))
-	network.Spec.NodeName, network.Spec.AllNodes = nil, ptr.To(true)
+	network.Spec.NodeName, network.Spec.AllNodes = nil, new(true)
 	selected := slice("selected", DriverGPU, "", 1, gpu("NVIDIA H100 80GB HBM3", "1.0.0"))
 	selected.Spec.NodeName, selected.Spec.NodeSelector = nil, &corev1.NodeSelector{}
 	list := []resourcev1.ResourceSlice{

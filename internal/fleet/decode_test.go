@@ -32,8 +32,7 @@ func checkAgainstDecoder(t *testing.T, src []byte) {
 	}
 	var raw rawFile
 	md, err := toml.Decode(string(src), &raw)
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
+	if _, ok := errors.AsType[toml.ParseError](err); ok {
 		// A key defined twice, or what the parsers disagree on (go-toml's
 		// takes 0000- as a date): the decoder's to find, at its line.
 		return

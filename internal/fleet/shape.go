@@ -117,7 +117,7 @@ func lastSeg(path []string) string { return keyString(path[len(path)-1:]) }
 
 // fileSchema is the Go type the fleet file decodes into; its toml tags are
 // the schema checkShapes holds the file to.
-var fileSchema = reflect.TypeOf(rawFile{})
+var fileSchema = reflect.TypeFor[rawFile]()
 
 // typeAt returns the type the decoder stores the value at path in (an
 // element's type when the path goes through a list of tables); nil when the
@@ -184,8 +184,8 @@ func fieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
 }
 
 func lookupFieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for f := range t.Fields() {
+		f := f
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 		if f.Anonymous && name == "" {
 			if ft, ok := fieldByTag(indirect(f.Type), key); ok {

@@ -368,12 +368,7 @@ func checkRequired(probs *problemList, table, field, value string, re *regexp.Re
 }
 
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
 
 // suggest returns a hint naming the closest known name, if one is close.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -265,7 +266,7 @@ func duplicateKeys(n *yamlv3.Node, dup func(second, first *yamlv3.Node, path []s
 			seen := map[string]*yamlv3.Node{}
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
-				p := append(path[:len(path):len(path)], k.Value)
+				p := append(slices.Clip(path), k.Value)
 				if k.Value != "<<" {
 					if first, ok := seen[k.Value]; ok {
 						dup(k, first, p)
@@ -277,7 +278,7 @@ func duplicateKeys(n *yamlv3.Node, dup func(second, first *yamlv3.Node, path []s
 			}
 		case yamlv3.SequenceNode:
 			for i, v := range n.Content {
-				walk(v, append(path[:len(path):len(path)], indexMark+"["+strconv.Itoa(i)+"]"))
+				walk(v, append(slices.Clip(path), indexMark+"["+strconv.Itoa(i)+"]"))
 			}
 		}
 	}
@@ -309,7 +310,7 @@ func yamlPath(root *yamlv3.Node, path []string) *yamlv3.Node {
 // string of comments alone (empty) from one with values.
 func stripYAMLComments(src []byte) []byte {
 	var out []byte
-	for _, line := range bytes.Split(src, []byte("\n")) {
+	for line := range bytes.SplitSeq(src, []byte("\n")) {
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
 			out = append(out, line...)
 			out = append(out, '\n')

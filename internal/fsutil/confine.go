@@ -91,7 +91,7 @@ func NoLinks(root, rel string) error {
 		return fmt.Errorf("%s is not a path inside %s: %w", rel, root, ErrOutside)
 	}
 	p := root
-	for _, part := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+	for part := range strings.SplitSeq(filepath.Clean(rel), string(filepath.Separator)) {
 		p = filepath.Join(p, part)
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -146,7 +146,7 @@ func healthCauses(msg, health string) []ArgoResource {
 	}
 	rest, _, _ = strings.Cut(rest, " and ")
 	var out []ArgoResource
-	for _, part := range strings.Split(rest, ", ") {
+	for part := range strings.SplitSeq(rest, ", ") {
 		gk, name, ok := strings.Cut(part, ":")
 		if !ok {
 			continue

@@ -77,7 +77,7 @@ func benchFleet(b *testing.B, n int) (*fleet.Fleet, []string) {
 	var src strings.Builder
 	src.WriteString("[releases.r1]\ngpu-operator = \"v25.3.4\"\nnetwork-operator = \"v25.4.0\"\ndriver = \"570.172.08\"\n")
 	var names, quoted []string
-	for i := 0; i < n; i++ {
+	for i := range n {
 		name := fmt.Sprintf("c%03d", i)
 		names = append(names, name)
 		quoted = append(quoted, fmt.Sprintf("%q", name))

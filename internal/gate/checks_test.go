@@ -10,7 +10,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/dra"
@@ -198,10 +197,10 @@ func TestEvaluate(t *testing.T) {
 // publishes a driver version.
 func draSlice(node, driver, version string) resourcev1.ResourceSlice {
 	return resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver + "-" + version}, Spec: resourcev1.ResourceSliceSpec{
-		Driver: driver, NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Driver: driver, NodeName: new(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			dra.AttributeProductName:   {StringValue: ptr.To("NVIDIA H100 80GB HBM3")},
-			dra.AttributeDriverVersion: {VersionValue: ptr.To(version)},
+			dra.AttributeProductName:   {StringValue: new("NVIDIA H100 80GB HBM3")},
+			dra.AttributeDriverVersion: {VersionValue: new(version)},
 		}}},
 	}}
 }

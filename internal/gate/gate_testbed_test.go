@@ -12,7 +12,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -302,11 +301,11 @@ func TestGateOnRealClusters(t *testing.T) {
 // whose driverVersion is version.
 func gpuSlice(node, driver, version string) *resourcev1.ResourceSlice {
 	return &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver}, Spec: resourcev1.ResourceSliceSpec{
-		Driver: driver, NodeName: ptr.To(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+		Driver: driver, NodeName: new(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			"type":                     {StringValue: ptr.To("gpu")},
-			dra.AttributeProductName:   {StringValue: ptr.To("NVIDIA H100 80GB HBM3")},
-			dra.AttributeDriverVersion: {VersionValue: ptr.To(version)},
+			"type":                     {StringValue: new("gpu")},
+			dra.AttributeProductName:   {StringValue: new("NVIDIA H100 80GB HBM3")},
+			dra.AttributeDriverVersion: {VersionValue: new(version)},
 		}}},
 	}}
 }

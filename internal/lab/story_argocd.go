@@ -318,7 +318,7 @@ func (s *fleetStory) argoSameGate() {
 
 // lineOf is the first line of text that starts with prefix.
 func lineOf(text, prefix string) string {
-	for _, l := range strings.Split(text, "\n") {
+	for l := range strings.SplitSeq(text, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), prefix) {
 			return l
 		}

@@ -74,7 +74,7 @@ func StartWorkload(ctx context.Context, c client.Client) error {
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: WorkloadApp, Namespace: workloadNamespace},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(workloadMin)),
+			MinAvailable: new(intstr.FromInt32(workloadMin)),
 			Selector:     &metav1.LabelSelector{MatchLabels: sel},
 		},
 	}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -32,7 +33,7 @@ func DriverRolloutFor(name string, p fleet.Policy, target, previous string, sele
 			PreviousVersion: previous,
 			NodeSelector:    metav1.LabelSelector{MatchLabels: cloneMap(selector)},
 			Canary: v1alpha1.CanarySpec{
-				Count:                ptr(int32(p.CanaryNodes)),
+				Count:                new(int32(p.CanaryNodes)),
 				AutoApproveAfterSoak: p.AutoApproveCanary,
 			},
 			ParallelNodes:  int32(max(p.ParallelNodes, v1alpha1.DefaultParallelNodes)),
@@ -139,10 +140,9 @@ func cloneMap(m map[string]string) map[string]string {
 		return nil
 	}
 	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	return out
 }
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }

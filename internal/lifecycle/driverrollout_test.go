@@ -33,7 +33,7 @@ func TestDriverRolloutFor(t *testing.T) {
 				TargetVersion:   "580.95.05",
 				PreviousVersion: "570.172.08",
 				NodeSelector:    metav1.LabelSelector{MatchLabels: map[string]string{"gpufleet.io/pool": "h100"}},
-				Canary:          v1alpha1.CanarySpec{Count: ptr(int32(0))},
+				Canary:          v1alpha1.CanarySpec{Count: new(int32(0))},
 				ParallelNodes:   1,
 				MaxUnavailable:  &one,
 				Evict:           v1alpha1.EvictSpec{Mode: v1alpha1.EvictGPUPods},
@@ -74,9 +74,9 @@ func TestDriverRolloutFor(t *testing.T) {
 				NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{
 					"gpufleet.io/pool": "h100", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
 				}},
-				Canary:         v1alpha1.CanarySpec{Count: ptr(int32(2)), AutoApproveAfterSoak: true},
+				Canary:         v1alpha1.CanarySpec{Count: new(int32(2)), AutoApproveAfterSoak: true},
 				ParallelNodes:  4,
-				MaxUnavailable: ptr(intstr.FromString("10%")),
+				MaxUnavailable: new(intstr.FromString("10%")),
 				Windows: []v1alpha1.MaintenanceWindow{{
 					Days:  []v1alpha1.Weekday{v1alpha1.Saturday, v1alpha1.Sunday},
 					Start: "22:00", End: "06:00", TimeZone: "Europe/Paris",
@@ -112,9 +112,9 @@ func TestDriverRolloutFor(t *testing.T) {
 			want: v1alpha1.DriverRolloutSpec{
 				TargetVersion:   "580.95.05",
 				PreviousVersion: "570.172.08",
-				Canary:          v1alpha1.CanarySpec{Count: ptr(int32(0))},
+				Canary:          v1alpha1.CanarySpec{Count: new(int32(0))},
 				ParallelNodes:   2,
-				MaxUnavailable:  ptr(intstr.FromInt32(3)),
+				MaxUnavailable:  new(intstr.FromInt32(3)),
 				Evict:           v1alpha1.EvictSpec{Mode: v1alpha1.EvictGPUPods},
 			},
 		},

@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
@@ -85,7 +84,7 @@ func daemonSet(namespace string, np nodePool, ofed ofedSpec, affinity *corev1.No
 						Name:            v1alpha1.OFEDContainer,
 						Image:           Image(ofed.Repository, ofed.Image, ofed.Version, np.os, np.osVersion, np.arch),
 						ImagePullPolicy: corev1.PullIfNotPresent,
-						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+						SecurityContext: &corev1.SecurityContext{Privileged: new(true)},
 						// The operator's default probes: started once the
 						// driver wrote its ready file, live and Ready while
 						// mlx5_core is loaded.

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -143,7 +142,7 @@ func (p *OFEDDaemonSetPlayer) desired(ctx context.Context, policy *unstructured.
 		ds := daemonSet(p.opts.Namespace, np, ofed, extra.NodeAffinity, extra.Tolerations)
 		ds.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: PolicyGVK.GroupVersion().String(), Kind: PolicyGVK.Kind, Name: policy.GetName(), UID: policy.GetUID(),
-			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			Controller: new(true), BlockOwnerDeletion: new(true),
 		}}
 		out = append(out, ds)
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -146,15 +145,15 @@ func (s *Sim) publish(ctx context.Context, n *corev1.Node, plugin *corev1.Pod) e
 func devices(driver string, p Pool, version string) []resourcev1.Device {
 	if driver == v1alpha1.DRADriverComputeDomain {
 		return []resourcev1.Device{{Name: ChannelDevice, Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			"type": {StringValue: ptr.To("channel")},
+			"type": {StringValue: new("channel")},
 		}}}
 	}
 	out := make([]resourcev1.Device, p.GPUCount)
 	for i := range out {
 		out[i] = resourcev1.Device{Name: "gpu-" + strconv.Itoa(i), Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			v1alpha1.DRAAttributeDriverVersion: {VersionValue: ptr.To(planner.SemverForm(version))},
-			"productName":                      {StringValue: ptr.To(p.Product)},
-			"type":                             {StringValue: ptr.To("gpu")},
+			v1alpha1.DRAAttributeDriverVersion: {VersionValue: new(planner.SemverForm(version))},
+			"productName":                      {StringValue: new(p.Product)},
+			"type":                             {StringValue: new("gpu")},
 		}}
 	}
 	return out

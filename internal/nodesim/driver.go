@@ -3,13 +3,12 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -135,9 +134,7 @@ func (s *Sim) setLoaded(ctx context.Context, node, version string) error {
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
-		for k, v := range driverVersionLabels(version) {
-			n.Labels[k] = v
-		}
+		maps.Copy(n.Labels, driverVersionLabels(version))
 		delete(n.Annotations, AnnotationDriverUnloaded)
 	})
 }
@@ -309,7 +306,7 @@ func podRunning(now time.Time, container string) corev1.PodStatus {
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: t},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: container, Ready: true, Started: ptr.To(true),
+			Name: container, Ready: true, Started: new(true),
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
 		}},
 	}
@@ -328,7 +325,7 @@ func podCrashing(now time.Time, container, msg, why string) corev1.PodStatus {
 			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: t},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: container, Ready: false, RestartCount: 5, Started: ptr.To(false),
+			Name: container, Ready: false, RestartCount: 5, Started: new(false),
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 				Reason:  "CrashLoopBackOff",
 				Message: "back-off 5m0s restarting failed container=" + container + " (" + why + ")",

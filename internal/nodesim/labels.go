@@ -2,6 +2,7 @@ package nodesim
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -106,8 +107,6 @@ func nodeLabels(p Pool, node, v string) map[string]string {
 		delete(l, v1alpha1.LabelDriver)
 		return l
 	}
-	for k, val := range driverVersionLabels(v) {
-		l[k] = val
-	}
+	maps.Copy(l, driverVersionLabels(v))
 	return l
 }

@@ -107,7 +107,7 @@ func (p Pool) NodeNames() []string {
 func ParsePool(s string) (Pool, error) {
 	var p Pool
 	var errs []error
-	for _, kv := range strings.Split(s, ",") {
+	for kv := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
 			errs = append(errs, fmt.Errorf("pool %q: %q is not key=value", s, kv))

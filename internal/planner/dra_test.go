@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
@@ -193,9 +192,9 @@ func TestHoldsGPUByClaim(t *testing.T) {
 			Spec: corev1.PodSpec{ResourceClaims: claims}, Status: corev1.PodStatus{ResourceClaimStatuses: status}}
 	}
 	named := func(claim string) []corev1.PodResourceClaim {
-		return []corev1.PodResourceClaim{{Name: "c", ResourceClaimName: ptr.To(claim)}}
+		return []corev1.PodResourceClaim{{Name: "c", ResourceClaimName: new(claim)}}
 	}
-	tmpl := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
+	tmpl := []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new("one-gpu")}}
 	claims := claimSet{"ml/gpu-claim": 1, "ml/p-gpu-x7": 2, "ml/nic-claim": 0}
 	for _, tt := range []struct {
 		name   string
@@ -205,7 +204,7 @@ func TestHoldsGPUByClaim(t *testing.T) {
 	}{
 		{"a GPU claim", pod(named("gpu-claim"), nil), claims, true},
 		{"a NIC claim only", pod(named("nic-claim"), nil), claims, false},
-		{"a template's claim, by the pod's status", pod(tmpl, []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("p-gpu-x7")}}), claims, true},
+		{"a template's claim, by the pod's status", pod(tmpl, []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: new("p-gpu-x7")}}), claims, true},
 		{"a template's claim not made yet", pod(tmpl, nil), claims, false},
 		{"claims unknown", pod(named("nic-claim"), nil), nil, true},
 		{"no claim", pod(nil, nil), claims, false},

@@ -62,7 +62,7 @@ func gitT(t *testing.T, dir string, args ...string) string {
 func fleetDiff(t *testing.T, dir string) []string {
 	t.Helper()
 	var lines []string
-	for _, l := range strings.Split(gitT(t, dir, "diff", "HEAD~1", "HEAD", "--", "fleet.toml"), "\n") {
+	for l := range strings.SplitSeq(gitT(t, dir, "diff", "HEAD~1", "HEAD", "--", "fleet.toml"), "\n") {
 		if (strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-")) && !strings.HasPrefix(l, "+++") && !strings.HasPrefix(l, "---") {
 			lines = append(lines, l)
 		}

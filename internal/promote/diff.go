@@ -69,7 +69,7 @@ func (d document) key() string { return d.kind + "/" + d.namespace + "/" + d.nam
 // object (the generated-by header) belongs to none.
 func documents(src []byte) []document {
 	var docs []document
-	for _, part := range strings.Split(strings.ReplaceAll(string(src), "\r\n", "\n"), "\n---\n") {
+	for part := range strings.SplitSeq(strings.ReplaceAll(string(src), "\r\n", "\n"), "\n---\n") {
 		var meta struct {
 			Kind     string `json:"kind"`
 			Metadata struct {

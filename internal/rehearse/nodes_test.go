@@ -88,7 +88,7 @@ func TestDomainPolicyRehearsesDomains(t *testing.T) {
 	}
 	// The canary's domain starts as one: its four nodes in the same minute.
 	var started []string
-	for _, line := range strings.Split(r.Transcript(), "\n") {
+	for line := range strings.SplitSeq(r.Transcript(), "\n") {
 		if strings.Contains(line, "Pending → Draining") && strings.Contains(line, "maintenance domain h100-domain-0 (4 nodes, starting as one)") {
 			started = append(started, line[:strings.Index(line, "  ")])
 		}

@@ -241,8 +241,8 @@ func TestAdoptedRolloutWithoutNetworkOperator(t *testing.T) {
 			}
 			var ops []string
 			for _, p := range out.Paths() {
-				if strings.HasPrefix(p, "clusters/cp/operators/") {
-					ops = append(ops, strings.TrimPrefix(p, "clusters/cp/operators/"))
+				if after, ok := strings.CutPrefix(p, "clusters/cp/operators/"); ok {
+					ops = append(ops, after)
 					if strings.Contains(string(out.Files[p]), "network-operator") {
 						t.Errorf("%s mentions the Network Operator, which r2 has not", p)
 					}

@@ -64,8 +64,7 @@ func TestWriteRefusesLinks(t *testing.T) {
 				t.Fatalf("Write: %v; want a refusal naming %s", err, bad)
 			}
 			if tc.name != "pipe" {
-				var le *fsutil.LinkError
-				if !errors.As(err, &le) {
+				if _, ok := errors.AsType[*fsutil.LinkError](err); !ok {
 					t.Errorf("Write: %v; want a *fsutil.LinkError", err)
 				}
 			}

@@ -165,7 +165,7 @@ var installDocs = sync.OnceValues(func() ([]installDoc, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, doc := range strings.Split("\n"+string(b), "\n---\n") {
+		for doc := range strings.SplitSeq("\n"+string(b), "\n---\n") {
 			j, err := yaml.YAMLToJSON([]byte(doc))
 			if err != nil {
 				return nil, fmt.Errorf("config/%s: %w", file, err)

@@ -40,7 +40,7 @@ func controllerInstall(t *testing.T, f *fleet.Fleet, cluster string) map[string]
 		t.Errorf("%s: the operators step's kustomization.yaml does not list %s", cluster, ControllerFile)
 	}
 	objs := map[string]map[string]any{}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
 		var o map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
 			t.Fatal(err)

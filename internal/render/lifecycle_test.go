@@ -20,7 +20,7 @@ func TestOneDriverRolloutPerCluster(t *testing.T) {
 	out := renderFile(t, exampleFleet)
 	perCluster := map[string][]*v1alpha1.DriverRollout{}
 	for path, b := range out.Files {
-		for _, doc := range strings.Split(string(b), "\n---\n") {
+		for doc := range strings.SplitSeq(string(b), "\n---\n") {
 			if !strings.Contains(doc, "kind: DriverRollout") {
 				continue
 			}

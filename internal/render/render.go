@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"runtime"
 	"slices"
@@ -87,13 +88,11 @@ func RenderClusters(f *fleet.Fleet, names []string, opts Options) (*Output, erro
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(names); i = int(next.Add(1)) - 1 {
 				files[i], errs[i] = renderCluster(f, f.Clusters[names[i]], opts)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	out := &Output{Files: make(map[string][]byte, len(names)*32)}
@@ -101,9 +100,7 @@ func RenderClusters(f *fleet.Fleet, names []string, opts Options) (*Output, erro
 		if errs[i] != nil {
 			return nil, fmt.Errorf("cluster %s: %w", name, errs[i])
 		}
-		for p, b := range files[i] {
-			out.Files[p] = b
-		}
+		maps.Copy(out.Files, files[i])
 	}
 	if err := renderStack(f, out.Files); err != nil {
 		return nil, fmt.Errorf("stack: %w", err)

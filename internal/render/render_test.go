@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,7 +119,7 @@ func reorderTables(t testing.TB, path string) string {
 		}
 		cur = nil
 	}
-	for _, line := range strings.Split(string(src), "\n") {
+	for line := range strings.SplitSeq(string(src), "\n") {
 		if strings.HasPrefix(line, "[") && !strings.HasPrefix(line, "[[") {
 			flush()
 		}
@@ -130,11 +131,11 @@ func reorderTables(t testing.TB, path string) string {
 	flush()
 	var out []string
 	var arrays []string
-	for i := len(blocks) - 1; i >= 0; i-- {
-		lines := strings.Split(blocks[i], "\n")
+	for _, block := range slices.Backward(blocks) {
+		lines := strings.Split(block, "\n")
 		// A block that holds [[arrays]] keeps its order and stays last.
-		if strings.Contains(blocks[i], "\n[[") || strings.HasPrefix(blocks[i], "[[") {
-			arrays = append([]string{blocks[i]}, arrays...)
+		if strings.Contains(block, "\n[[") || strings.HasPrefix(block, "[[") {
+			arrays = append([]string{block}, arrays...)
 			continue
 		}
 		head, keys := lines[0], lines[1:]

@@ -136,7 +136,7 @@ func baseObjects(svc *fleet.Service) []object {
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 			ObjectMeta: meta,
 			Spec: appsv1.DeploymentSpec{
-				Replicas: ptrTo(int32(1)),
+				Replicas: new(int32(1)),
 				Selector: &metav1.LabelSelector{MatchLabels: selector},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: serviceLabels(svc)},
@@ -296,7 +296,8 @@ func marshalPatch(m map[string]any) (string, error) {
 	return string(b), err
 }
 
-func ptrTo[T any](v T) *T { return &v }
+//go:fix inline
+func ptrTo[T any](v T) *T { return new(v) }
 
 // fluxTimeout is how long Flux waits for a service: its declared start-up
 // time plus half again (at least two minutes) for pulling and scheduling.

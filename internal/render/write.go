@@ -161,9 +161,7 @@ func generatedFiles(dir string, out *Output) (existingFiles, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(2*runtime.GOMAXPROCS(0), len(paths)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(paths); i = int(next.Add(1)) - 1 {
 				p := filepath.Join(dir, filepath.FromSlash(paths[i]))
 				if _, want := out.Files[paths[i]]; want {
@@ -175,7 +173,7 @@ func generatedFiles(dir string, out *Output) (existingFiles, error) {
 				ours, err := hasHeader(p)
 				files[i], errs[i] = existingFile{exists: true, ours: ours}, err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for i, rel := range paths {
@@ -310,8 +308,8 @@ func WriteWith(out *Output, dir string, opts WriteOptions) ([]Change, error) {
 	}
 	var undo []func()
 	rollback := func() {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
+		for _, u := range slices.Backward(undo) {
+			u()
 		}
 	}
 	for _, c := range changes {

@@ -456,9 +456,7 @@ func (w *World) SetLabel(name, key, value string) {
 		return
 	}
 	labels := make(map[string]string, len(n.Labels)+1)
-	for k, v := range n.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, n.Labels)
 	if value == "" {
 		delete(labels, key)
 	} else {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,12 +135,8 @@ func startArgoCD(ctx context.Context, bins Binaries, c *Cluster) (*ArgoCD, error
 	}
 	with := func(extra map[string]string) []string {
 		m := map[string]string{}
-		for k, v := range common {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
+		maps.Copy(m, common)
+		maps.Copy(m, extra)
 		return environ(m)
 	}
 	repo, err := startProcess("argocd-repo-server", bins.Path(binArgoCD), []string{
@@ -257,8 +255,8 @@ func (a *ArgoCD) stop() error {
 		return nil
 	}
 	var errs []error
-	for i := len(a.procs) - 1; i >= 0; i-- {
-		errs = append(errs, a.procs[i].stop(10*time.Second))
+	for _, v := range slices.Backward(a.procs) {
+		errs = append(errs, v.stop(10*time.Second))
 	}
 	return errors.Join(errs...)
 }

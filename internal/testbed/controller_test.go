@@ -43,7 +43,7 @@ func TestControllerFromDeployment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, doc := range strings.Split(string(out.Files["clusters/x/operators/"+render.ControllerFile]), "\n---\n") {
+		for doc := range strings.SplitSeq(string(out.Files["clusters/x/operators/"+render.ControllerFile]), "\n---\n") {
 			u := &unstructured.Unstructured{}
 			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,8 +124,8 @@ func (f *Flux) stop() error {
 		return nil
 	}
 	var errs []error
-	for i := len(f.procs) - 1; i >= 0; i-- {
-		errs = append(errs, f.procs[i].stop(10*time.Second))
+	for _, v := range slices.Backward(f.procs) {
+		errs = append(errs, v.stop(10*time.Second))
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,9 +141,7 @@ func (c *Cluster) StartGPUOperator(ctx context.Context, opts GPUOperatorOptions)
 		mounts = append(mounts, bindMount{from: m.HostPath, to: m.MountPath, dir: info.IsDir()})
 	}
 	set := map[string]string{"KUBECONFIG": "/kube/kubeconfig"}
-	for k, v := range cmd.Env {
-		set[k] = v
-	}
+	maps.Copy(set, cmd.Env)
 	unshareArgs := append([]string{"--mount", "--propagation", "private", "--",
 		"sh", "-c", chrootScript(root, mounts), "gpu-operator", "/bin/gpu-operator"}, args...)
 	p, err := startProcess(binGPUOperator, "unshare", unshareArgs, environ(set), filepath.Join(dir, "gpu-operator.log"))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,8 +158,8 @@ func (k *Kube) stop() error {
 		return nil
 	}
 	var errs []error
-	for i := len(k.procs) - 1; i >= 0; i-- {
-		errs = append(errs, k.procs[i].stop(10*time.Second))
+	for _, v := range slices.Backward(k.procs) {
+		errs = append(errs, v.stop(10*time.Second))
 	}
 	return errors.Join(errs...)
 }

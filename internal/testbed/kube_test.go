@@ -46,7 +46,7 @@ func TestKubeRunsPods(t *testing.T) {
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			MinAvailable: new(intstr.FromInt32(1)),
 			Selector:     &metav1.LabelSelector{MatchLabels: labels},
 		},
 	}

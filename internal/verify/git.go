@@ -77,7 +77,7 @@ func (r *repo) commits(base string) ([]commit, error) {
 		return nil, err
 	}
 	var list []commit
-	for _, rec := range strings.Split(out, "\x1e") {
+	for rec := range strings.SplitSeq(out, "\x1e") {
 		hash, body, ok := strings.Cut(strings.TrimLeft(rec, "\n"), "\x00")
 		if !ok {
 			continue

@@ -75,7 +75,7 @@ func BenchmarkPeer(b *testing.B) {
 	sizes := []int{24}
 	if v := os.Getenv("GPUFLEET_PEER_NODES"); v != "" {
 		sizes = nil
-		for _, f := range strings.Split(v, ",") {
+		for f := range strings.SplitSeq(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 6 {
 				b.Fatalf("GPUFLEET_PEER_NODES=%q: want sizes of at least 6 nodes", v)
@@ -95,7 +95,7 @@ func BenchmarkPeer(b *testing.B) {
 	ways := peerWays
 	if v := os.Getenv("GPUFLEET_PEER_WAYS"); v != "" {
 		ways = nil
-		for _, w := range strings.Split(v, ",") {
+		for w := range strings.SplitSeq(v, ",") {
 			if w = strings.TrimSpace(w); !slices.Contains(peerWays, w) {
 				b.Fatalf("GPUFLEET_PEER_WAYS=%q: want some of %s", v, strings.Join(peerWays, ","))
 			}
@@ -667,7 +667,7 @@ func (p *peerWorld) makeStable(release string) {
 	}
 	var out []string
 	inPromotion := false
-	for _, l := range strings.Split(string(src), "\n") {
+	for l := range strings.SplitSeq(string(src), "\n") {
 		if strings.HasPrefix(l, "[") {
 			inPromotion = l == "[promotion]"
 		}
@@ -790,7 +790,7 @@ func (p *peerWorld) clusterWrites(ctx context.Context) float64 {
 			continue
 		}
 		l := map[string]string{}
-		for _, kv := range strings.Split(labels, ",") {
+		for kv := range strings.SplitSeq(labels, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			l[k] = strings.Trim(v, `"`)
 		}

@@ -26,9 +26,7 @@ func SamplePeakHeap() (stop func() float64) {
 		peak = max(peak, sample[0].Value.Uint64())
 		mu.Unlock()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		t := time.NewTicker(2 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -39,7 +37,7 @@ func SamplePeakHeap() (stop func() float64) {
 				read()
 			}
 		}
-	}()
+	})
 	return func() float64 {
 		read()
 		close(done)
