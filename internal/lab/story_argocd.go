@@ -109,7 +109,10 @@ func (s *fleetStory) argoFirstSync() {
 		s.rev = w.Push()
 		t0 := time.Now()
 		w.Bootstrap(Staging)
-		w.Eventually(3*time.Minute, "staging's steps applied, each ready", func() (bool, string) {
+		// Idle, Argo CD takes about 2.5 minutes here (most of it between
+		// the operators' wave healthy and the next wave's sync); under CI's
+		// load, with other testbeds beside it, nearly twice that.
+		w.Eventually(6*time.Minute, "staging's steps applied, each ready", func() (bool, string) {
 			for step, p := range argoStepProbes {
 				if _, ok := seen[step]; !ok && w.Exists(Staging, p[0], p[1], p[2], p[3]) {
 					seen[step] = time.Since(t0)

@@ -16,6 +16,10 @@ import (
 // on the stable release, and the rollout ends.
 func (s *fleetStory) endAbort() {
 	s.step("promote ends the drill's abort once the gate sees staging back", func(w *Play) {
+		// The gate wants every step of staging applied and healthy at the
+		// abort's commit: lifecycle's health check ends only once the
+		// aborted rollout has settled, which the abort step does not wait for.
+		w.WaitApplied(Staging, s.rev)
 		if _, code := w.Mutate("promote"); code != 0 {
 			w.T.Fatalf("promote exit %d", code)
 		}
