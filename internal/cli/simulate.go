@@ -31,6 +31,8 @@ type simulateOptions struct {
 	verbose     bool
 	// compare: rehearse gpufleet in both orders and the operator side by side.
 	compare bool
+	// dra: the jobs hold their GPUs through DRA claims (rehearse.Options.DRA).
+	dra bool
 
 	startTime time.Time
 	// failRateSet: --fail-rate was given; otherwise a release marked
@@ -69,6 +71,9 @@ A drain evicts the jobs on its node; "destroyed" is the work each evicted job
 did since its last checkpoint (since it started, if it never checkpoints), times
 the GPUs it holds on all its nodes, in GPU-hours; an evicted job starts again
 from its checkpoint. --utilization 0 runs no jobs: idle nodes, nothing destroyed.
+With --dra the same jobs hold their GPUs through ResourceClaims of NVIDIA's DRA
+driver instead of nvidia.com/gpu requests (as on a cluster that allocates GPUs
+with DRA); the policy's dra-drivers say which drivers' claims are GPUs.
 
 --compare rehearses the same policy on the same nodes, seed and jobs in three
 ways and prints them side by side: gpufleet moving the nodes itself, cheapest
@@ -96,6 +101,7 @@ one row per node, coloured by phase, with the times nodes may start shaded.`,
 		Example: `  gpufleet simulate -f fleet.toml --cluster prod-h100-b
   gpufleet simulate --cluster prod-h100-b --nodes 500 --fail-rate 0.01 --svg rollout.svg
   gpufleet simulate --cluster prod-h100-b --compare
+  gpufleet simulate --cluster prod-h100-b --compare --dra
   gpufleet simulate --cluster prod-h100-b --utilization 0
   gpufleet simulate -o json`,
 		Args: cobra.NoArgs,
@@ -123,6 +129,7 @@ one row per node, coloured by phase, with the times nodes may start shaded.`,
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "also print every transition with its reason")
 	f.BoolVar(&o.compare, "compare", false, "rehearse gpufleet (cheapest nodes first), gpufleet in node-name order and the gpu-operator actuator with the same policy and jobs, side by side, and say what the operator's path cannot do; a release moving OFED too adds both drivers in one maintenance against two separate rollouts")
+	f.BoolVar(&o.dra, "dra", false, "the simulated jobs hold their GPUs through ResourceClaims of NVIDIA's DRA driver (gpu.nvidia.com) instead of nvidia.com/gpu requests, as on a cluster that allocates GPUs with DRA")
 	return cmd
 }
 
@@ -130,6 +137,9 @@ func (o *simulateOptions) validate() error {
 	var errs []error
 	if o.output != formatTable && !machineFormat(o.output) {
 		errs = append(errs, fmt.Errorf("-o must be table, json or yaml, got %q", o.output))
+	}
+	if o.dra && o.utilization == 0 {
+		errs = append(errs, errors.New("--dra says how the simulated jobs hold their GPUs, and --utilization 0 runs none"))
 	}
 	if o.nodes < 0 || o.nodes > 100000 {
 		errs = append(errs, fmt.Errorf("--nodes must be between 1 and 100000, got %d", o.nodes))
@@ -162,13 +172,13 @@ func (o *simulateOptions) run(ctx context.Context, out io.Writer) error {
 		return o.runCompare(ctx, out, rehearse.Options{
 			Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
 			Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
-			Start: o.startTime, Timeline: o.svg != "", Utilization: o.utilization,
+			Start: o.startTime, Timeline: o.svg != "", Utilization: o.utilization, DRA: o.dra,
 		})
 	}
 	all, err := rehearse.Options{
 		Fleet: f, FleetFile: o.fleetFile, Cluster: o.cluster, Release: o.release,
 		Nodes: o.nodes, Seed: o.seed, FailRate: o.failRate, XIDRate: o.xidRate, FailRateSet: o.failRateSet,
-		Start: o.startTime, Record: o.svg != "" || o.verbose, Timeline: o.svg != "", Utilization: o.utilization,
+		Start: o.startTime, Record: o.svg != "" || o.verbose, Timeline: o.svg != "", Utilization: o.utilization, DRA: o.dra,
 	}.Run(ctx)
 	var input *rehearse.InputError
 	switch {

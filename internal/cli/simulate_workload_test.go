@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -138,5 +139,59 @@ func TestSimulateCompareThreeWays(t *testing.T) {
 	}
 	if cheap, fixed := doc[0].Runs[0].Rehearsal.Report.Workload.GPUHoursDestroyed, doc[0].Runs[1].Rehearsal.Report.Workload.GPUHoursDestroyed; cheap >= fixed {
 		t.Errorf("cheapest first destroyed %.1f GPU-hours, the name order %.1f: want less", cheap, fixed)
+	}
+}
+
+// TestSimulateDRAJobsAreCostedLikeDevicePluginJobs: with --dra the same
+// jobs hold their GPUs through claims of NVIDIA's DRA driver, and every
+// way of --compare destroys, interrupts and takes as long as with
+// nvidia.com/gpu requests: the controller sees, drains and costs them
+// alike. A policy whose dra-drivers leave NVIDIA's out makes the claims
+// invisible: cheapest first can no longer tell busy nodes from idle ones,
+// and destroys more.
+func TestSimulateDRAJobsAreCostedLikeDevicePluginJobs(t *testing.T) {
+	fleetFile := copyExample(t)
+	rows := func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"simulate", "-f", fleetFile, "--cluster", "prod-h100-b", "--release", "r2026-10", simStart, "--compare"}, extra...)
+		code, out, errOut := run(t, args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s%s", extra, code, out, errOut)
+		}
+		var keep []string
+		for l := range strings.SplitSeq(out, "\n") {
+			for _, row := range []string{"makespan ", "drains per node", "GPU-hours destroyed", "jobs interrupted", "most interruptions"} {
+				if strings.HasPrefix(l, row) {
+					keep = append(keep, l)
+				}
+			}
+		}
+		if len(keep) != 5 {
+			t.Fatalf("%v: want the five rows of what the rollout did, got %q:\n%s", extra, keep, out)
+		}
+		if len(extra) > 0 && !strings.Contains(out, "GPUs through DRA claims of gpu.nvidia.com") {
+			t.Errorf("--dra: the workload line does not say the jobs hold claims:\n%s", out)
+		}
+		return strings.Join(keep, "\n")
+	}
+	plugin, claims := rows(), rows("--dra")
+	if plugin != claims {
+		t.Errorf("--dra changed what the rollout did:\nnvidia.com/gpu:\n%s\nDRA claims:\n%s", plugin, claims)
+	}
+
+	b, err := os.ReadFile(fleetFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), "\n[policy]\n", "\n[policy]\ndra-drivers = [\"gpu.example.com\"]\n", 1))
+	if err := os.WriteFile(fleetFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if unseen := rows("--dra"); unseen == claims {
+		t.Errorf("with dra-drivers leaving NVIDIA's out, the claims still counted as GPUs:\n%s", unseen)
+	}
+
+	if code, _, errOut := run(t, "simulate", "-f", fleetFile, "--utilization", "0", "--dra"); code != ExitUsage || !strings.Contains(errOut, "--dra") {
+		t.Errorf("--dra --utilization 0: exit %d, %q; want a usage error naming --dra", code, errOut)
 	}
 }

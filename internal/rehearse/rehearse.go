@@ -60,6 +60,12 @@ type Options struct {
 	// that the rehearsal measures the GPU work the rollout destroys; zero
 	// runs no jobs: idle nodes.
 	Utilization float64
+	// DRA has the jobs hold their GPUs through ResourceClaims of NVIDIA's
+	// DRA driver (v1alpha1.DRADriverGPU) instead of nvidia.com/gpu
+	// requests, as on a cluster that allocates its GPUs with DRA. The jobs
+	// are otherwise the same, so a rehearsal with and without it says
+	// whether the controller sees, drains and costs them alike.
+	DRA bool
 }
 
 // Rehearsal is one cluster's simulated rollout. Its exported fields are

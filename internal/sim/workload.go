@@ -243,6 +243,9 @@ func (w *Workload) Describe() string {
 			}
 			gpus = strings.Join(counts, "/") + " GPUs"
 		}
+		if c.Claim != "" {
+			gpus += " through DRA claims of " + c.Claim
+		}
 		parts = append(parts, fmt.Sprintf("%.0f%% %s (%s, ~%s, %s)", 100*c.Weight/total, c.Name, gpus, planner.ShortDuration(c.Duration.Median), ckpt))
 	}
 	return fmt.Sprintf("%.0f%% of %d GPUs a node busy: %s", 100*w.Utilization, w.gpusPerNode(), strings.Join(parts, ", "))
