@@ -44,19 +44,31 @@ func (w *world) addNode(pool string) (string, time.Time) {
 }
 
 // waitJoined waits until node carries driver as its driver label and runs
-// a Ready driver pod of that version, and returns how long each took from
-// began.
+// a Ready driver pod of that version. labelled is how long the controller
+// took to label it from when the node became one its rollout selects
+// (the real GPU Operator's nvidia.com/gpu.present, which the operator puts
+// on from NFD's labels in its own time, seconds under load); ready is
+// how long the Ready driver pod took from began.
 func (w *world) waitJoined(node, driver string, began time.Time) (labelled, ready time.Duration) {
 	w.T.Helper()
 	ctx := context.Background()
+	var selectable, labelledAt time.Time
 	w.Eventually(90*time.Second, node+" labelled and running driver "+driver, func() (bool, string) {
 		n := w.gpuNodes(opCluster)[node]
 		if n == nil {
 			return false, "node gone"
 		}
+		now := time.Now()
+		if selectable.IsZero() && n.Labels[v1alpha1.LabelGPUPresent] == "true" {
+			selectable = now
+		}
 		got := n.Labels[v1alpha1.LabelDriver]
-		if got != "" && labelled == 0 {
-			labelled = time.Since(began)
+		if got != "" && labelledAt.IsZero() {
+			labelledAt = now
+			if selectable.IsZero() { // both seen in the same read
+				selectable = now
+			}
+			labelled = labelledAt.Sub(selectable)
 		}
 		if got != driver {
 			return false, fmt.Sprintf("driver label %q", got)
@@ -74,7 +86,7 @@ func (w *world) waitJoined(node, driver string, began time.Time) (labelled, read
 		}
 		return false, "no Ready driver pod of " + driver + " on it"
 	})
-	w.T.Logf("%s: labelled %s after %s, its driver pod Ready after %s", node, driver, labelled.Round(10*time.Millisecond), ready.Round(10*time.Millisecond))
+	w.T.Logf("%s: a GPU node after %s, labelled %s %s after that, its driver pod Ready after %s", node, selectable.Sub(began).Round(10*time.Millisecond), driver, labelled.Round(10*time.Millisecond), ready.Round(10*time.Millisecond))
 	return labelled, ready
 }
 
