@@ -154,7 +154,7 @@ func judgeCluster(c Cluster, given map[string]map[string]any) (fc *FleetCluster,
 	labelProbs, labelWarns := productLabelsNeeded(name, policy != nil && policy.UseNVIDIADriverCRD, pools, nodes)
 	probs, warns = append(probs, labelProbs...), append(warns, labelWarns...)
 	if policy != nil && !policy.UseNVIDIADriverCRD {
-		probs = append(probs, driverPending(name, policy, pools, nodes)...)
+		probs = append(probs, driverPending(name, policy, nodes)...)
 		probs = append(probs, valuesDriverPending(name, gpu, owned[ChartGPUOperator], policy, nodes)...)
 	}
 	warns = append(warns, ownedValueWarnings(name, gpu, network, owned[ChartGPUOperator], owned[ChartNetworkOperator], pools)...)
@@ -469,7 +469,7 @@ func poolDrivers(cluster string, pools []*Pool, nodes []placedNode) Problems {
 // leaves nodes on the old driver. Which of the two is the cluster's is not
 // for init to guess. A version init cannot compare (a digest, empty) is
 // left alone.
-func driverPending(cluster string, cp *ClusterPolicy, pools []*Pool, nodes []placedNode) Problems {
+func driverPending(cluster string, cp *ClusterPolicy, nodes []placedNode) Problems {
 	want := cp.DriverVersion
 	behind, running := nodesNotOn(want, cp.UsePrecompiled, nodes)
 	if len(behind) == 0 {

@@ -68,7 +68,7 @@ func TestPoolNames(t *testing.T) {
 			for _, n := range tt.taken {
 				taken[n] = true
 			}
-			got := PoolNames(tt.groups, taken)
+			got := poolNames(tt.groups, taken)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(gpuKey{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -39,7 +39,7 @@ type placedNode struct {
 
 // formPools groups placed nodes into pools: nodes labelled gpufleet.io/pool
 // by that label, the others by GPU product and MIG layout, named by
-// PoolNames. Pools come sorted by name, their nodes by name.
+// poolNames. Pools come sorted by name, their nodes by name.
 //
 // It refuses to guess (problems, for cluster) where the labels and the GPUs
 // disagree: a pool label that is not a valid pool name, one pool label on
@@ -92,7 +92,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 		pools = append(pools, &Pool{Name: name, Labelled: true, Product: keys[0].Product, MIG: keys[0].MIG, Nodes: all})
 	}
 	groups := sortedGPUKeys(unlabelled)
-	names := PoolNames(groups, taken)
+	names := poolNames(groups, taken)
 	for _, k := range groups {
 		ns := slices.Sorted(slices.Values(unlabelled[k]))
 		if labels := labelsOf[k]; len(labels) > 0 {
@@ -107,7 +107,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 	return pools, probs
 }
 
-// PoolNames names the pools of one cluster that no gpufleet.io/pool label
+// poolNames names the pools of one cluster that no gpufleet.io/pool label
 // names, readably and deterministically, never one of taken (the labelled
 // pools' names) and never two alike:
 //
@@ -117,7 +117,7 @@ func formPools(cluster string, nodes []placedNode) ([]*Pool, Problems) {
 //   - "-mig" for a MIG layout, or "-mig-<profile>" (a100-mig-1g-10gb)
 //     where pools of one product differ in layout;
 //   - "-2", "-3"… only where a label took the name.
-func PoolNames(groups []gpuKey, taken map[string]bool) map[gpuKey]string {
+func poolNames(groups []gpuKey, taken map[string]bool) map[gpuKey]string {
 	products := map[string][]string{} // model → products
 	layouts := map[string][]string{}  // product → MIG layouts
 	for _, g := range groups {

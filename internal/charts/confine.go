@@ -73,14 +73,14 @@ func loadChartDir(dir string) (*chart.Chart, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(top, p)
-		real, err := fsutil.ResolveWithin(top, p)
+		resolved, err := fsutil.ResolveWithin(top, p)
 		switch {
 		case errors.Is(err, fsutil.ErrOutside):
 			return fmt.Errorf("%s: %w: refused, a chart's files are read from its own folder only (copy the file into the chart instead of linking it)", filepath.ToSlash(rel), ErrLinkOut)
 		case err != nil:
 			return fmt.Errorf("%s: %w", filepath.ToSlash(rel), err)
 		}
-		if fi, err := os.Stat(real); err == nil && fi.IsDir() && fsutil.Within(real, filepath.Dir(p)) {
+		if fi, err := os.Stat(resolved); err == nil && fi.IsDir() && fsutil.Within(resolved, filepath.Dir(p)) {
 			return fmt.Errorf("%s: symbolic link to a folder that holds it: refused, it makes a loop", filepath.ToSlash(rel))
 		}
 		return nil

@@ -247,7 +247,7 @@ func TestFleetCheckMisspeltNicClusterPolicyField(t *testing.T) {
 	}
 	for i, rf := range files {
 		if strings.HasSuffix(rf.Path, "/nicclusterpolicy.yaml") {
-			files[i].Data = []byte(strings.Replace(string(rf.Data), "    version: ", "    verison: ", 1))
+			files[i].Data = []byte(strings.Replace(string(rf.Data), "    version: ", "    verison: ", 1)) //nolint:misspell // deliberately misspelled input
 		}
 	}
 	specs, err := ReleaseSpecs(f, files)
@@ -269,7 +269,7 @@ func TestFleetCheckMisspeltNicClusterPolicyField(t *testing.T) {
 		if n != "v26.4.1" {
 			want = append(want, name+" network-operator "+n+" NicClusterPolicy/nic-cluster-policy: spec.ofedDriver.version: Required value")
 		}
-		want = append(want, name+" network-operator "+n+" NicClusterPolicy/nic-cluster-policy: spec.ofedDriver.verison: unknown field")
+		want = append(want, name+" network-operator "+n+" NicClusterPolicy/nic-cluster-policy: spec.ofedDriver.verison: unknown field") //nolint:misspell // deliberately misspelled input
 	}
 	slices.Sort(want)
 	slices.Sort(got)

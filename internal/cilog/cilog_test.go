@@ -95,8 +95,12 @@ func TestWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(raw)
-	w.Write([]byte("\n"))
+	if _, err := w.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("\n")); err != nil {
+		t.Fatal(err)
+	}
 	var back map[string]string
 	if err := json.Unmarshal(doc.Bytes(), &back); err != nil {
 		t.Errorf("a JSON document through a Writer is no longer JSON: %v\n%s", err, doc.String())

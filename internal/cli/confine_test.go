@@ -67,15 +67,15 @@ func leakyChartRepo(t *testing.T) (dir, fleetFile, secret string, git func(...st
 	return dir, fleetFile, secret, git
 }
 
-func editFleet(t *testing.T, fleetFile, old, new string) {
+func editFleet(t *testing.T, fleetFile, from, to string) {
 	t.Helper()
 	src, err := os.ReadFile(fleetFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := strings.Replace(string(src), old, new, 1)
+	edited := strings.Replace(string(src), from, to, 1)
 	if edited == string(src) {
-		t.Fatalf("no %q in %s", old, fleetFile)
+		t.Fatalf("no %q in %s", from, fleetFile)
 	}
 	if err := os.WriteFile(fleetFile, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)

@@ -562,7 +562,7 @@ func TestInitOnLiveClusters(t *testing.T) {
 			if err := stg.Delete(ctx, crd); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, ctx, stg, crd)
+			waitGone(ctx, t, stg, crd)
 		}
 		var deps unstructured.UnstructuredList
 		deps.SetAPIVersion("apps/v1")
@@ -658,7 +658,7 @@ func impersonating(t *testing.T, kubeconfig, user string) string {
 
 // waitGone waits until obj is not found (a deleted CRD goes once its
 // objects are gone).
-func waitGone(t *testing.T, ctx context.Context, c client.Client, obj client.Object) {
+func waitGone(ctx context.Context, t *testing.T, c client.Client, obj client.Object) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

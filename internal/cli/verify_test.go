@@ -155,15 +155,15 @@ func goldenLines(t *testing.T, fleetFile, doc string) string {
 // rendering it.
 func TestVerifyGolden(t *testing.T) {
 	dir, fleetFile, git := verifyRepo(t)
-	edit := func(old, new string) {
+	edit := func(from, to string) {
 		t.Helper()
 		src, err := os.ReadFile(fleetFile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		edited := strings.Replace(string(src), old, new, 1)
+		edited := strings.Replace(string(src), from, to, 1)
 		if edited == string(src) {
-			t.Fatalf("no %q in the fleet file", old)
+			t.Fatalf("no %q in the fleet file", from)
 		}
 		if err := os.WriteFile(fleetFile, []byte(edited), 0o644); err != nil {
 			t.Fatal(err)

@@ -130,8 +130,7 @@ gpufleet --version prints the first line only.`,
 			if machineFormat(o.output) {
 				return writeDocument(s.Out, o.output, v)
 			}
-			printVersion(s.Out, v)
-			return nil
+			return printVersion(s.Out, v)
 		},
 	}
 	cmd.Flags().StringVarP(&o.fleetFile, "file", "f", "fleet.toml", "the fleet file whose releases to list (optional)")
@@ -139,7 +138,8 @@ gpufleet --version prints the first line only.`,
 	return cmd
 }
 
-func printVersion(w io.Writer, v VersionInfo) {
+// printVersion writes v as `gpufleet version` prints it.
+func printVersion(w io.Writer, v VersionInfo) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gpufleet %s\n", v.Version)
 	if v.Commit != "" {
@@ -169,5 +169,6 @@ func printVersion(w io.Writer, v VersionInfo) {
 		}
 		tw.Flush()
 	}
-	io.WriteString(w, b.String())
+	_, err := io.WriteString(w, b.String())
+	return err
 }

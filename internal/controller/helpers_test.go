@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -342,16 +343,20 @@ func TestPrometheusHTTP(t *testing.T) {
 			return
 		}
 		gotQuery = r.URL.Query().Get("query")
+		var body string
 		switch gotQuery {
 		case "bad":
 			w.WriteHeader(http.StatusBadRequest)
-			w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+			body = `{"status":"error","errorType":"bad_data","error":"parse error"}`
 		case "matrix":
-			w.Write([]byte(`{"status":"success","data":{"resultType":"matrix","result":[]}}`))
+			body = `{"status":"success","data":{"resultType":"matrix","result":[]}}`
 		default:
-			w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[` +
+			body = `{"status":"success","data":{"resultType":"vector","result":[` +
 				`{"metric":{"Hostname":"gpu-1"},"value":[1700000000.1,"0"]},` +
-				`{"metric":{"Hostname":"gpu-1","gpu":"3"},"value":[1700000000.1,"2"]}]}}`))
+				`{"metric":{"Hostname":"gpu-1","gpu":"3"},"value":[1700000000.1,"2"]}]}}`
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Errorf("write the answer to %q: %v", gotQuery, err)
 		}
 	}))
 	defer srv.Close()

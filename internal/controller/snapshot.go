@@ -38,9 +38,6 @@ type observation struct {
 	// dra is the pass's reading of dynamic resource allocation; nil where
 	// the cluster serves none.
 	dra *draView
-	// draWaiting: a node waits in a DRA step of its driver swap, which no
-	// watched change ends (see draWaiting).
-	draWaiting bool
 	// orphans are nodes naming a rollout that no longer exists.
 	orphans []*corev1.Node
 }

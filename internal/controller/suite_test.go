@@ -147,6 +147,7 @@ func (c *offsetClock) Set(d time.Duration) { c.offset.Store(int64(d)) }
 
 // controllerRun is one running controller manager.
 type controllerRun struct {
+	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -171,7 +172,7 @@ func startControllerVersion(t testing.TB, clock Clock, wrap func(client.Client) 
 		cancel()
 		t.Fatalf("new manager: %v", err)
 	}
-	run := &controllerRun{cancel: cancel, done: make(chan error, 1)}
+	run := &controllerRun{t: t, cancel: cancel, done: make(chan error, 1)}
 	go func() { run.done <- mgr.Start(ctx) }()
 	t.Cleanup(run.stop)
 	return run
@@ -205,7 +206,9 @@ func (r *controllerRun) stop() {
 		return
 	}
 	r.cancel()
-	<-r.done
+	if err := <-r.done; err != nil {
+		r.t.Errorf("controller manager: %v", err)
+	}
 	r.cancel = nil
 }
 

@@ -62,7 +62,7 @@ func TestValidateWidget(t *testing.T) {
 	}{
 		{"valid", head + "spec: {size: 1, mode: fast}", nil},
 		{"unknown field", head + "spec: {size: 1, mode: fast, colour: red}", []string{"spec.colour: unknown field"}},
-		{"unknown field in list item", head + "spec: {size: 1, mode: fast, ports: [{nmae: x}]}", []string{"spec.ports[0].nmae: unknown field"}},
+		{"unknown field in list item", head + "spec: {size: 1, mode: fast, ports: [{nmae: x}]}", []string{"spec.ports[0].nmae: unknown field"}}, //nolint:misspell // deliberately misspelled input
 		{"unknown top-level field", head + "spec: {size: 1, mode: fast}\nspecs: {}", []string{"specs: unknown field"}},
 		{"unknown metadata field", "apiVersion: example.gpufleet.io/v1\nkind: Widget\nmetadata: {name: w, lables: {a: b}}\nspec: {size: 1, mode: fast}", []string{"metadata.lables: unknown field"}},
 		{"missing required", head + "spec: {mode: fast}", []string{"spec.size: Required value"}},

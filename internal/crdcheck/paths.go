@@ -173,7 +173,7 @@ func (f Field) String() string {
 var indexRE = regexp.MustCompile(`\[[0-9]+\]`)
 
 // HasPath says whether some version of kind gk in the set declares the field
-// at path, a path as the API server reports it ("spec.env[0].nmae"): list
+// at path, a path as the API server reports it ("spec.env[0].name"): list
 // indices match the array's items, and any key matches a map's values.
 func (s *Set) HasPath(gk schema.GroupKind, path string) bool {
 	crd, ok := s.kinds[gk]

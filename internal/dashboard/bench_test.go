@@ -113,7 +113,12 @@ func BenchmarkDashboard200x100(b *testing.B) {
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(dctx) }()
-	b.Cleanup(func() { stop(); <-done })
+	b.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	})
 	began := time.Now()
 	waitAll(b, d, func(v *dashboard.ClusterView) bool {
 		return v.Reachable && v.Rollout != nil && len(v.Rollout.Nodes) == benchNodes

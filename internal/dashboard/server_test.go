@@ -34,7 +34,12 @@ func TestServeStreamsAndStaysReadOnly(t *testing.T) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- d.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
 	srv := httptest.NewServer(d.Handler())
 	defer srv.Close()
 

@@ -93,9 +93,9 @@ func Anchors(src []byte) map[string]bool {
 // not a letter, digit, hyphen or underscore left out.
 func Slug(text string) string {
 	text = inlineLink.ReplaceAllStringFunc(text, func(s string) string {
-		open := strings.Index(s, "[")
-		close := strings.LastIndex(s, "](")
-		return s[open+1 : close]
+		opening := strings.Index(s, "[")
+		closing := strings.LastIndex(s, "](")
+		return s[opening+1 : closing]
 	})
 	var b strings.Builder
 	for _, r := range strings.ToLower(text) {

@@ -16,7 +16,7 @@ import (
 
 // gpuOperator judges the ClusterPolicy and the release's NVIDIADrivers.
 func (w *walker) gpuOperator() {
-	l := Link{Step: StepClusterPolicy, Object: objectOfKind(gate.KindClusterPolicy, "", "cluster-policy"), Expected: "ready", Checks: []gate.CheckID{gate.ClusterPolicyCheck()}}
+	l := Link{Step: StepClusterPolicy, Object: objectOfKind(gate.KindClusterPolicy, "cluster-policy"), Expected: "ready", Checks: []gate.CheckID{gate.ClusterPolicyCheck()}}
 	if u := w.o.ClusterPolicy; u != nil {
 		l.Object.Name = u.GetName()
 	}
@@ -36,7 +36,7 @@ func (w *walker) gpuOperator() {
 	w.driverManagement(l.Object)
 	for _, name := range w.e.NVIDIADrivers {
 		id := gate.NVIDIADriverCheck(name)
-		l := Link{Step: StepNVIDIADriver, Object: objectOfKind(gate.KindNVIDIADriver, "", name), Expected: "ready", Checks: []gate.CheckID{id}}
+		l := Link{Step: StepNVIDIADriver, Object: objectOfKind(gate.KindNVIDIADriver, name), Expected: "ready", Checks: []gate.CheckID{id}}
 		check, ok := w.passed(id)
 		l.Observed = check.Observed
 		u := w.o.NVIDIADrivers[name]

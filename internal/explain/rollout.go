@@ -28,7 +28,7 @@ const controllerLogs = "kubectl -n gpufleet-system logs deployment/gpufleet-cont
 func (w *walker) rollout() {
 	dr := w.o.Rollout
 	id := gate.RolloutCheck(w.e.Rollout)
-	l := Link{Step: StepRollout, Object: objectOfKind(gate.KindDriverRollout, "", w.e.Rollout), Expected: "Completed, driver " + w.a.Driver}
+	l := Link{Step: StepRollout, Object: objectOfKind(gate.KindDriverRollout, w.e.Rollout), Expected: "Completed, driver " + w.a.Driver}
 	check, ok := w.passed(id)
 	l.Observed = check.Observed
 	describe := "kubectl describe driverrollout " + w.e.Rollout
@@ -164,7 +164,7 @@ func (w *walker) nodes() {
 		if !nodeCheck(c.Name.Kind) || c.Status == gate.Pass || covered[c.Name] {
 			continue
 		}
-		w.add(Link{Step: StepNode, Object: objectOfKind(gate.KindNode, "", c.Name.String()), State: BrokenState, Expected: c.Expected, Observed: c.Observed, Message: c.Message,
+		w.add(Link{Step: StepNode, Object: objectOfKind(gate.KindNode, c.Name.String()), State: BrokenState, Expected: c.Expected, Observed: c.Observed, Message: c.Message,
 			Next: "kubectl get nodes -L " + v1alpha1.LabelGFDProduct + "," + v1alpha1.LabelGFDDriverFull, Checks: []gate.CheckID{c.Name}})
 	}
 }

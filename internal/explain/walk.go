@@ -202,9 +202,9 @@ func objectOf(apiVersion, kind, ns, name string) Object {
 	return Object{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name}
 }
 
-// objectOfKind names an object of a kind the gate reads.
-func objectOfKind(k gate.ReadKind, ns, name string) Object {
-	return objectOf(k.GVK.GroupVersion().String(), k.GVK.Kind, ns, name)
+// objectOfKind names a cluster-scoped object of a kind the gate reads.
+func objectOfKind(k gate.ReadKind, name string) Object {
+	return objectOf(k.GVK.GroupVersion().String(), k.GVK.Kind, "", name)
 }
 
 // short is a revision cut to its commit's first 12 hex digits.

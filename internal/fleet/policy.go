@@ -117,7 +117,7 @@ func (f *Fleet) PolicyFor(cluster string) Policy {
 // has reported every problem (so errors are ignored here).
 func (f *Fleet) resolvePolicies() {
 	base := DefaultPolicy()
-	_ = applySettings(&base, f.policy.rawPolicySettings, nil, "")
+	applySettings(&base, f.policy.rawPolicySettings, nil, "")
 	f.fleetPolicy = &base
 	f.policies = make(map[string]Policy, len(f.Clusters))
 	// Each environment's overrides are applied once, not once per cluster:
@@ -129,13 +129,13 @@ func (f *Fleet) resolvePolicies() {
 		if !ok {
 			envPolicy = base.clone()
 			if env, ok := f.policy.Environments[c.Environment]; ok {
-				_ = applySettings(&envPolicy, env, nil, "")
+				applySettings(&envPolicy, env, nil, "")
 			}
 			byEnv[c.Environment] = envPolicy
 		}
 		p := envPolicy.clone()
 		if own, ok := f.policy.Clusters[name]; ok {
-			_ = applySettings(&p, own, nil, "")
+			applySettings(&p, own, nil, "")
 		}
 		f.policies[name] = p
 	}
@@ -247,11 +247,9 @@ func (f *Fleet) policyKeyFor(cluster string, fields ...string) string {
 }
 
 // applySettings overlays s onto p. With probs set it also reports every
-// invalid setting under the key prefix; it returns whether all were valid.
-func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix string) bool {
-	ok := true
+// invalid setting under the key prefix.
+func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix string) {
 	bad := func(field, format string, args ...any) {
-		ok = false
 		if probs != nil {
 			probs.add(prefix+"."+field, format, args...)
 		}
@@ -419,7 +417,6 @@ func applySettings(p *Policy, s rawPolicySettings, probs *problemList, prefix st
 			p.Health.PrometheusURL, p.Health.PrometheusQuery = h.PrometheusURL, h.PrometheusQuery
 		}
 	}
-	return ok
 }
 
 // What a fleet file's evict says, and the API's mode for each.

@@ -47,24 +47,6 @@ func (p positionIndex) has(key string) bool {
 	return ok
 }
 
-// keyOnLine returns the indexed key on line whose last segment is last:
-// the decoder names keys without array indices ("clusters.a.pools.nodes"),
-// the index knows which element ("clusters.a.pools[1].nodes").
-func (p positionIndex) keyOnLine(line int, last string) (string, bool) {
-	best := ""
-	for k, lc := range p.at {
-		if lc[0] != line {
-			continue
-		}
-		if strings.HasSuffix(k, "."+last) || k == last {
-			if best == "" || len(k) < len(best) {
-				best = k
-			}
-		}
-	}
-	return best, best != ""
-}
-
 // parentKey strips the last segment: "a.b[2]" → "a.b", "a.b" → "a".
 func parentKey(key string) string {
 	if strings.HasSuffix(key, "]") {

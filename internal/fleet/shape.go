@@ -185,7 +185,6 @@ func fieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
 
 func lookupFieldByTag(t reflect.Type, key string) (reflect.Type, bool) {
 	for f := range t.Fields() {
-		f := f
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 		if f.Anonymous && name == "" {
 			if ft, ok := fieldByTag(indirect(f.Type), key); ok {

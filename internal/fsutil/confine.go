@@ -47,26 +47,26 @@ func Within(root, path string) bool {
 // returns where it really is; an error wrapping ErrOutside when that is not
 // inside root (itself resolved).
 func ResolveWithin(root, path string) (string, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
+	resolvedRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return "", err
 	}
-	realRoot, err = filepath.Abs(realRoot)
+	resolvedRoot, err = filepath.Abs(resolvedRoot)
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(path)
+	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return "", err
 	}
-	real, err = filepath.Abs(real)
+	resolved, err = filepath.Abs(resolved)
 	if err != nil {
 		return "", err
 	}
-	if !Within(realRoot, real) {
+	if !Within(resolvedRoot, resolved) {
 		return "", fmt.Errorf("%s leaves %s (through a symbolic link or ..): %w", path, root, ErrOutside)
 	}
-	return real, nil
+	return resolved, nil
 }
 
 // LinkError is a path that goes through a symbolic link where gpufleet

@@ -46,7 +46,7 @@ func TestGateManifestsMode(t *testing.T) {
 		o := healthy(e)
 		o.Deployments = map[string]*unstructured.Unstructured{}
 		for key, label := range e.OperatorDeployments {
-			_, name, _ := cutKey(key)
+			_, name := cutKey(key)
 			// The GPU Operator's chart writes "gpu-operator-v25.3.4".
 			label = strings.Replace(label, name+"-", name+"-v", 1)
 			o.Deployments[key] = deployment(name, label, true)

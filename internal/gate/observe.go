@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -59,7 +60,7 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 		o.Applications[name] = u
 	}
 	for key := range e.HelmReleases {
-		ns, name, _ := cutKey(key)
+		ns, name := cutKey(key)
 		u, err := get(KindHelmRelease, client.ObjectKey{Namespace: ns, Name: name})
 		if err != nil {
 			return o, err
@@ -67,7 +68,7 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 		o.HelmReleases[key] = u
 	}
 	for key := range e.OperatorDeployments {
-		ns, name, _ := cutKey(key)
+		ns, name := cutKey(key)
 		u, err := get(KindDeployment, client.ObjectKey{Namespace: ns, Name: name})
 		if err != nil {
 			return o, err
@@ -125,11 +126,10 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 	return o, nil
 }
 
-func cutKey(key string) (ns, name string, ok bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:], true
-		}
+// cutKey splits a "namespace/name" key; a key without a slash is a name.
+func cutKey(key string) (ns, name string) {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		return ns, name
 	}
-	return "", key, false
+	return "", key
 }

@@ -143,6 +143,3 @@ func cloneMap(m map[string]string) map[string]string {
 	maps.Copy(out, m)
 	return out
 }
-
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }

@@ -40,7 +40,9 @@ func TestNodeSim(t *testing.T) {
 	go func() { done <- sim.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	})
 	if err := nodesimtest.DriverDaemonSets(t.Context(), c, "gpu-operator", newDriver, badDriver); err != nil {
 		t.Fatal(err)

@@ -48,8 +48,13 @@ func TestActuatorSwitchIsNotBundledWithAStep(t *testing.T) {
 				// Start from clusters rendered on the operator's path.
 				switchActuator(t, path, "gpu-operator")
 				renderCommit(t, path, "render the switch")
-				src, _ := os.ReadFile(path)
-				os.WriteFile(path, []byte(strings.Replace(string(src), `actuator = "gpu-operator"`, `actuator = "gpufleet"`, 1)), 0o644)
+				src, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(strings.Replace(string(src), `actuator = "gpu-operator"`, `actuator = "gpufleet"`, 1)), 0o644); err != nil {
+					t.Fatal(err)
+				}
 				gitT(t, dir, "commit", "-q", "-am", "back to gpufleet")
 			} else {
 				switchActuator(t, path, to)

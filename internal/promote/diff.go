@@ -49,11 +49,11 @@ func ObjectDiffs(before, after map[string][]byte) []ObjectDiff {
 			}
 		}
 	}) {
-		old, new := before[p], after[p]
-		if bytes.Equal(old, new) {
+		oldSrc, newSrc := before[p], after[p]
+		if bytes.Equal(oldSrc, newSrc) {
 			continue
 		}
-		out = append(out, fileDiffs(p, old, new)...)
+		out = append(out, fileDiffs(p, oldSrc, newSrc)...)
 	}
 	return out
 }
@@ -89,12 +89,12 @@ func documents(src []byte) []document {
 	return docs
 }
 
-func fileDiffs(path string, old, new []byte) []ObjectDiff {
+func fileDiffs(path string, oldSrc, newSrc []byte) []ObjectDiff {
 	cluster := ""
 	if rest, ok := strings.CutPrefix(path, "clusters/"); ok {
 		cluster, _, _ = strings.Cut(rest, "/")
 	}
-	olds, news := documents(old), documents(new)
+	olds, news := documents(oldSrc), documents(newSrc)
 	if len(olds) == 1 && len(news) == 1 && olds[0].kind == news[0].kind {
 		// One object in the file on both sides is one object changing,
 		// renamed or not (a DriverRollout takes its release's name).

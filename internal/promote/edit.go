@@ -10,12 +10,12 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
-// Edit rewrites the [promotion] table of a fleet file's source from old to
-// new, changing only the lines of keys whose values differ. Every other
-// byte, comments, layout and line endings included, is kept: a replaced
-// line keeps the ending it had, an added line takes the file's (CRLF in a
-// file written on Windows).
-func Edit(src []byte, old, new fleet.Promotion) ([]byte, error) {
+// Edit rewrites the [promotion] table of a fleet file's source, which says
+// cur, to say next, changing only the lines of keys whose values differ.
+// Every other byte, comments, layout and line endings included, is kept: a
+// replaced line keeps the ending it had, an added line takes the file's
+// (CRLF in a file written on Windows).
+func Edit(src []byte, cur, next fleet.Promotion) ([]byte, error) {
 	lines := strings.SplitAfter(string(src), "\n")
 	eol := lineEnding(lines)
 	start, end, err := promotionTable(lines)
@@ -28,10 +28,10 @@ func Edit(src []byte, old, new fleet.Promotion) ([]byte, error) {
 		value string // "" deletes the key
 	}
 	changes := []change{
-		{"stable", old.Stable == new.Stable, quote(new.Stable)},
-		{"rollout", rolloutEqual(old.Rollout, new.Rollout), rolloutValue(new.Rollout)},
-		{"approved", slices.Equal(old.Approved, new.Approved), arrayValue(new.Approved)},
-		{"paused", old.Paused == new.Paused, strconv.FormatBool(new.Paused)},
+		{"stable", cur.Stable == next.Stable, quote(next.Stable)},
+		{"rollout", rolloutEqual(cur.Rollout, next.Rollout), rolloutValue(next.Rollout)},
+		{"approved", slices.Equal(cur.Approved, next.Approved), arrayValue(next.Approved)},
+		{"paused", cur.Paused == next.Paused, strconv.FormatBool(next.Paused)},
 	}
 	for _, c := range changes {
 		if c.same {

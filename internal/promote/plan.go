@@ -69,8 +69,8 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 		}
 	})
 	for _, file := range paths {
-		old, new := before.Files[file], after.Files[file]
-		if string(old) == string(new) || path.Base(file) == "kustomization.yaml" {
+		oldSrc, newSrc := before.Files[file], after.Files[file]
+		if string(oldSrc) == string(newSrc) || path.Base(file) == "kustomization.yaml" {
 			continue
 		}
 		parts := strings.Split(file, "/")
@@ -79,8 +79,8 @@ func MakePlan(f *fleet.Fleet, m Mutation, ro func(*fleet.Fleet) (render.Options,
 		}
 		if path.Base(file) == render.ControllerFile {
 			// Several objects in one file: say which changed, and how.
-			p.Clusters[parts[1]] = append(p.Clusters[parts[1]], describeEach(old, new)...)
-		} else if change := describe(old, new); change != "" {
+			p.Clusters[parts[1]] = append(p.Clusters[parts[1]], describeEach(oldSrc, newSrc)...)
+		} else if change := describe(oldSrc, newSrc); change != "" {
 			p.Clusters[parts[1]] = append(p.Clusters[parts[1]], change)
 		}
 	}
@@ -152,14 +152,14 @@ type objectView struct {
 
 // describe says how a rendered object changes, e.g.
 // "HelmRelease gpu-operator v25.3.4 → v25.10.1".
-func describe(old, new []byte) string {
+func describe(oldSrc, newSrc []byte) string {
 	var o, n objectView
-	_ = yaml.Unmarshal(old, &o)
-	_ = yaml.Unmarshal(new, &n)
+	_ = yaml.Unmarshal(oldSrc, &o)
+	_ = yaml.Unmarshal(newSrc, &n)
 	switch {
-	case old == nil:
+	case oldSrc == nil:
 		return fmt.Sprintf("+ %s %s", n.Kind, n.Metadata.Name)
-	case new == nil:
+	case newSrc == nil:
 		return fmt.Sprintf("- %s %s", o.Kind, o.Metadata.Name)
 	}
 	var what []string
@@ -203,14 +203,14 @@ func images(v objectView) string {
 
 // describeEach says how each object of a file of several changes (added,
 // removed, or changed as describe says).
-func describeEach(old, new []byte) []string {
+func describeEach(oldSrc, newSrc []byte) []string {
 	var out []string
 	olds := map[string]document{}
-	for _, d := range documents(old) {
+	for _, d := range documents(oldSrc) {
 		olds[d.key()] = d
 	}
 	seen := map[string]bool{}
-	for _, d := range documents(new) {
+	for _, d := range documents(newSrc) {
 		seen[d.key()] = true
 		o, ok := olds[d.key()]
 		switch {
@@ -220,7 +220,7 @@ func describeEach(old, new []byte) []string {
 			out = append(out, describe([]byte(o.text), []byte(d.text)))
 		}
 	}
-	for _, d := range documents(old) {
+	for _, d := range documents(oldSrc) {
 		if !seen[d.key()] {
 			out = append(out, describe([]byte(d.text), nil))
 		}

@@ -188,20 +188,20 @@ func Release(f *fleet.Fleet, release string) (string, error) {
 // DescribePolicy is the one line a rehearsal says its policy in.
 func DescribePolicy(p fleet.Policy) string {
 	var s strings.Builder
-	s.WriteString(fmt.Sprintf("canary %d, parallel %d, maxUnavailable %s, soak %s, budget %d",
-		p.CanaryNodes, p.ParallelNodes, p.MaxUnavailable, ShortDuration(p.Soak), p.FailureBudget))
+	fmt.Fprintf(&s, "canary %d, parallel %d, maxUnavailable %s, soak %s, budget %d",
+		p.CanaryNodes, p.ParallelNodes, p.MaxUnavailable, ShortDuration(p.Soak), p.FailureBudget)
 	for _, w := range p.Windows {
 		days := make([]string, 0, len(w.Days))
 		for _, d := range w.Days {
 			days = append(days, d.String()[:3])
 		}
-		s.WriteString(fmt.Sprintf(", window %s %s-%s %s", strings.Join(days, ","), w.Start, w.End, w.TimeZone))
+		fmt.Fprintf(&s, ", window %s %s-%s %s", strings.Join(days, ","), w.Start, w.End, w.TimeZone)
 	}
 	if len(p.Freezes) > 0 {
-		s.WriteString(fmt.Sprintf(", %d freeze(s)", len(p.Freezes)))
+		fmt.Fprintf(&s, ", %d freeze(s)", len(p.Freezes))
 	}
 	if label := domainLabel(p); label != "" {
-		s.WriteString(fmt.Sprintf(", maintenance domains by %s of at most %d nodes", label, p.DomainSize))
+		fmt.Fprintf(&s, ", maintenance domains by %s of at most %d nodes", label, p.DomainSize)
 	}
 	return s.String()
 }

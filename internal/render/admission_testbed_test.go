@@ -68,7 +68,7 @@ func newAdmissionWorld(t *testing.T) *admissionWorld {
 		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
 			policies++
 		}
-		if err := cl.Client.Patch(ctx, o, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
+		if err := cl.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
 			t.Fatalf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}

@@ -116,7 +116,7 @@ func applyLikeFlux(ctx context.Context, t *testing.T, c client.Client, objs []*u
 			crds = append(crds, o.GetName())
 			fallthrough
 		case "Namespace":
-			if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
 				t.Errorf("apply %s %s: %v", o.GetKind(), o.GetName(), err)
 			}
 		default:
@@ -142,7 +142,7 @@ func applyLikeFlux(ctx context.Context, t *testing.T, c client.Client, objs []*u
 	}
 	applied := 0
 	for _, o := range rest {
-		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership, client.DryRunAll); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("kustomize-controller"), client.ForceOwnership, client.DryRunAll); err != nil {
 			t.Errorf("server-side apply of %s %s/%s refused: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 			continue
 		}

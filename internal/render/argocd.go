@@ -189,21 +189,26 @@ func setAnnotation(obj any, key, value string) error {
 		a[key] = value
 		o.SetAnnotations(a)
 	case map[string]any:
-		meta, _ := o["metadata"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-			o["metadata"] = meta
-		}
-		a, _ := meta["annotations"].(map[string]any)
-		if a == nil {
-			a = map[string]any{}
-			meta["annotations"] = a
-		}
-		a[key] = value
+		annotateMap(o, key, value)
 	default:
 		return fmt.Errorf("cannot annotate a %T for Argo CD's sync waves", obj)
 	}
 	return nil
+}
+
+// annotateMap sets an annotation on an object render built as a JSON map.
+func annotateMap(obj map[string]any, key, value string) {
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	a, _ := meta["annotations"].(map[string]any)
+	if a == nil {
+		a = map[string]any{}
+		meta["annotations"] = a
+	}
+	a[key] = value
 }
 
 // argoApplication is an Application of p's cluster applying folder source
@@ -282,11 +287,14 @@ func argoCDObjects(p clusterPlan) []object {
 	})
 	// The root is applied first by hand, then by itself; its children
 	// after the project and the health checks they need.
-	setAnnotation(stack, annotationSyncWave, "1")
+	annotateMap(stack, annotationSyncWave, "1")
 	project := map[string]any{
 		"apiVersion": argoAPIVersion,
 		"kind":       "AppProject",
-		"metadata":   map[string]any{"name": argoProject, "namespace": ArgoCDNamespace, "labels": labels},
+		"metadata": map[string]any{
+			"name": argoProject, "namespace": ArgoCDNamespace, "labels": labels,
+			"annotations": map[string]any{annotationSyncWave: "-1"},
+		},
 		"spec": map[string]any{
 			"description": "gpufleet: the GPU stack of cluster " + p.cluster.Name + " (operators, NVIDIADrivers, DriverRollout)",
 			"sourceRepos": []any{g.Repository},
@@ -304,7 +312,8 @@ func argoCDObjects(p clusterPlan) []object {
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "gpufleet-repository", Namespace: ArgoCDNamespace,
-			Labels: repoLabels,
+			Labels:      repoLabels,
+			Annotations: map[string]string{annotationSyncWave: "-1"},
 		},
 		// The URL alone: credentials never go into the fleet repository
 		// in plain text (see docs/render-output.md, Argo CD clusters).
@@ -321,9 +330,6 @@ func argoCDObjects(p clusterPlan) []object {
 			Annotations: map[string]string{annotationSyncOptions: "ServerSideApply=true,Prune=false", annotationSyncWave: "-1"},
 		},
 		Data: argoHealthChecks(),
-	}
-	for _, o := range []any{project, repo} {
-		setAnnotation(o, annotationSyncWave, "-1")
 	}
 	return []object{
 		{file: "application-" + ArgoCDRootApp + ".yaml", obj: root},

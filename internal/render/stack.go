@@ -60,7 +60,7 @@ func renderStack(f *fleet.Fleet, files map[string][]byte) error {
 			return err
 		}
 		for _, env := range f.Environments() {
-			b, err := overlayKustomization(s, svc, env)
+			b, err := overlayKustomization(svc, env)
 			if err != nil {
 				return fmt.Errorf("overlay %s/%s: %w", env, name, err)
 			}
@@ -158,7 +158,7 @@ func baseObjects(svc *fleet.Service) []object {
 // overlayKustomization is the one file of a service in an environment: the
 // base, the image tag image automation moves (marked for it), and patches
 // holding only what differs from the base.
-func overlayKustomization(s *fleet.Stack, svc *fleet.Service, env string) ([]byte, error) {
+func overlayKustomization(svc *fleet.Service, env string) ([]byte, error) {
 	k := kusttypes.Kustomization{
 		TypeMeta:  kusttypes.TypeMeta{APIVersion: kusttypes.KustomizationVersion, Kind: kusttypes.KustomizationKind},
 		Resources: []string{"../../base/" + svc.Name},
@@ -295,9 +295,6 @@ func marshalPatch(m map[string]any) (string, error) {
 	b, err := encodeObject(m)
 	return string(b), err
 }
-
-//go:fix inline
-func ptrTo[T any](v T) *T { return new(v) }
 
 // fluxTimeout is how long Flux waits for a service: its declared start-up
 // time plus half again (at least two minutes) for pulling and scheduling.

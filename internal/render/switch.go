@@ -99,23 +99,23 @@ func olderOf(a, b string) string {
 	return b
 }
 
-// below reports whether version v is older than min; a version that does
+// below reports whether version v is older than lo; a version that does
 // not parse counts as older (the guard fails safe).
-func below(v string, min versions.Version) bool {
+func below(v string, lo versions.Version) bool {
 	sv, err := versions.Parse(v)
-	return err != nil || sv.Less(min)
+	return err != nil || sv.Less(lo)
 }
 
-// switchRefused judges one cluster's GPU Operator from old (the output
-// folder) to new (the render).
-func switchRefused(cluster string, old, new gpuOperatorState) error {
-	if old.nvidiaDriver && !new.nvidiaDriver {
-		return &SwitchError{Cluster: cluster, From: old.version, To: new.version, Back: true}
+// switchRefused judges one cluster's GPU Operator from oldState (the output
+// folder) to newState (the render).
+func switchRefused(cluster string, oldState, newState gpuOperatorState) error {
+	if oldState.nvidiaDriver && !newState.nvidiaDriver {
+		return &SwitchError{Cluster: cluster, From: oldState.version, To: newState.version, Back: true}
 	}
-	if old.nvidiaDriver || !new.nvidiaDriver {
+	if oldState.nvidiaDriver || !newState.nvidiaDriver {
 		return nil
 	}
-	return &SwitchError{Cluster: cluster, From: old.version, To: new.version}
+	return &SwitchError{Cluster: cluster, From: oldState.version, To: newState.version}
 }
 
 // checkSwitches refuses changes that switch a cluster's GPU Operator from

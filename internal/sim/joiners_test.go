@@ -84,17 +84,6 @@ func (c *joinCoverage) observe(s sim.Step) {
 	}
 }
 
-// phaseOfJoiner is the phase a joined node is in at the end, for the tests
-// that look at one joiner.
-func phaseOfJoiner(res *sim.Result, name string) v1alpha1.NodePhase {
-	for _, n := range res.Nodes {
-		if n.Name == name {
-			return n.Phase
-		}
-	}
-	return ""
-}
-
 // joinBreaks are broken planners for TestInvariantsCatchBrokenPlanners that
 // break the rules of nodes coming and going: brk turns a configuration the
 // real planner runs cleanly into one that must be caught.

@@ -109,7 +109,7 @@ func finalAll(check *simcheck.Checker, res *sim.Result) {
 // coverage counts what the randomized runs reached, so a generator that
 // stopped producing overlaps, races or settles is noticed.
 type coverage struct {
-	overlaps, refused, released, settledCordoned, forced int
+	overlaps, refused, released, settledCordoned int
 }
 
 func (c *coverage) observe(s sim.Step) {

@@ -144,7 +144,7 @@ func newRunner(cfg Config, h hooks) *runner {
 	}
 	r.scripts = len(cfg.Script)
 	r.res = &Result{Start: cfg.Start, End: cfg.Start, Work: map[string]time.Duration{}, world: w}
-	r.tl = newTimeline(cfg.Record, w.nodes, cfg.Start)
+	r.tl = newTimeline(cfg.Record, w.nodes)
 	return r
 }
 

@@ -15,7 +15,7 @@ type timeline struct {
 	segs  []Segment
 }
 
-func newTimeline(on bool, nodes []planner.Node, start time.Time) *timeline {
+func newTimeline(on bool, nodes []planner.Node) *timeline {
 	t := &timeline{on: on}
 	if !on {
 		return t

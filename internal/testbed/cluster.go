@@ -55,15 +55,14 @@ type Cluster struct {
 
 // clusterSpec is what startCluster needs.
 type clusterSpec struct {
-	name     string
-	bins     Binaries
-	dir      string
-	crdDirs  []string
-	crds     []*apiextensionsv1.CustomResourceDefinition
-	scheme   *runtime.Scheme
-	timeout  time.Duration
-	withFlux bool
-	audit    bool
+	name    string
+	bins    Binaries
+	dir     string
+	crdDirs []string
+	crds    []*apiextensionsv1.CustomResourceDefinition
+	scheme  *runtime.Scheme
+	timeout time.Duration
+	audit   bool
 	// disabledAPIs are Options.DisabledAPIs.
 	disabledAPIs []string
 }

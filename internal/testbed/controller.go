@@ -226,18 +226,18 @@ func (c *Cluster) RunControllerFromDeployment(ctx context.Context, opts Controll
 
 // replace makes p (serving its metrics at metrics) the running process
 // and stops the one it replaces, keeping what its metrics said last.
-func (ctl *Controller) replace(p *process, metrics string) {
-	ctl.mu.Lock()
-	old, oldMetrics := ctl.proc, ctl.metrics
-	ctl.proc, ctl.metrics = p, metrics
-	ctl.mu.Unlock()
+func (c *Controller) replace(p *process, metrics string) {
+	c.mu.Lock()
+	old, oldMetrics := c.proc, c.metrics
+	c.proc, c.metrics = p, metrics
+	c.mu.Unlock()
 	if old == nil {
 		return
 	}
 	if mf, err := scrape(oldMetrics); err == nil {
-		ctl.mu.Lock()
-		ctl.past = append(ctl.past, mf)
-		ctl.mu.Unlock()
+		c.mu.Lock()
+		c.past = append(c.past, mf)
+		c.mu.Unlock()
 	}
 	_ = old.stop(10 * time.Second)
 }

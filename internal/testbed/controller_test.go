@@ -48,7 +48,7 @@ func TestControllerFromDeployment(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Client.Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			if err := c.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership); err != nil {
 				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
 		}

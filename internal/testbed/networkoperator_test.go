@@ -50,7 +50,9 @@ func TestNetworkOperatorOFEDUpgrade(t *testing.T) {
 	go func() { simDone <- sim.Run(simCtx) }()
 	t.Cleanup(func() {
 		stopSim()
-		<-simDone
+		if err := <-simDone; err != nil {
+			t.Error(err)
+		}
 	})
 	nodes, err := sim.AddPool(ctx, nodesim.Pool{Name: "ib", Product: "NVIDIA-H100-80GB-HBM3", Nodes: 3, Driver: "570.172.08", ManagedNICs: true})
 	if err != nil {
