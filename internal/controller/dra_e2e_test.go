@@ -160,35 +160,42 @@ type draRecorder struct {
 func recordDRA(t *testing.T, node string) *draRecorder {
 	r := &draRecorder{stopC: make(chan struct{}), done: make(chan struct{})}
 	ctx := context.Background()
+	sample := func() {
+		var s draSample
+		n := &corev1.Node{}
+		var claims resourcev1.ResourceClaimList
+		var pods corev1.PodList
+		if suite.c.Get(ctx, client.ObjectKey{Name: node}, n) == nil &&
+			suite.c.List(ctx, &claims) == nil &&
+			suite.c.List(ctx, &pods, client.InNamespace(nodesimtest.DRANamespace)) == nil {
+			s.phase, s.driverLabel, s.pluginLabel = n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelDriver], n.Labels[v1alpha1.LabelDRAPlugin]
+			for _, c := range claims.Items {
+				if claimNode(&c, nil) == node && len(c.Status.ReservedFor) > 0 && planner.GPUDevices(&c, v1alpha1.DefaultDRADrivers) > 0 {
+					s.claimsHeld = append(s.claimsHeld, c.Namespace+"/"+c.Name)
+				}
+			}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == node {
+					s.pluginRunning = true
+					s.pluginReady = s.pluginReady || p.DeletionTimestamp == nil && podReady(&p)
+				}
+			}
+			s.slices = sliceVersions(t, node)
+			r.mu.Lock()
+			r.samples = append(r.samples, s)
+			r.mu.Unlock()
+		}
+	}
 	go func() {
 		defer close(r.done)
 		for {
-			var s draSample
-			n := &corev1.Node{}
-			var claims resourcev1.ResourceClaimList
-			var pods corev1.PodList
-			if suite.c.Get(ctx, client.ObjectKey{Name: node}, n) == nil &&
-				suite.c.List(ctx, &claims) == nil &&
-				suite.c.List(ctx, &pods, client.InNamespace(nodesimtest.DRANamespace)) == nil {
-				s.phase, s.driverLabel, s.pluginLabel = n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelDriver], n.Labels[v1alpha1.LabelDRAPlugin]
-				for _, c := range claims.Items {
-					if claimNode(&c, nil) == node && len(c.Status.ReservedFor) > 0 && planner.GPUDevices(&c, v1alpha1.DefaultDRADrivers) > 0 {
-						s.claimsHeld = append(s.claimsHeld, c.Namespace+"/"+c.Name)
-					}
-				}
-				for _, p := range pods.Items {
-					if p.Spec.NodeName == node {
-						s.pluginRunning = true
-						s.pluginReady = s.pluginReady || p.DeletionTimestamp == nil && podReady(&p)
-					}
-				}
-				s.slices = sliceVersions(t, node)
-				r.mu.Lock()
-				r.samples = append(r.samples, s)
-				r.mu.Unlock()
-			}
+			sample()
 			select {
 			case <-r.stopC:
+				// One more, begun after stop: under load a sample takes
+				// a while, and the one in flight when the caller saw the
+				// rollout end may predate the state it ended in.
+				sample()
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
