@@ -80,22 +80,9 @@ func NodePolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.Validati
 				v1alpha1.AnnotationAdminCordoned),
 			Reason: ptr.To(metav1.StatusReasonForbidden),
 		})
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: NodePolicyName},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes", "nodes/status"}},
-				},
-			}}},
-			Variables:   vars,
-			Validations: validations,
-		},
-	}
-	return policy, binding(NodePolicyName)
+	return newPolicy(NodePolicyName, []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+		admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"nodes", "nodes/status"}},
+		vars, validations)
 }
 
 // labelValidation is the rule that keeps label l to the controller: the
@@ -135,6 +122,25 @@ func labelValidation(l v1alpha1.ControllerNodeLabel) admissionv1.Validation {
 
 // binding binds policy name to every object it matches, refusing what it
 // refuses.
+// newPolicy is a policy that fails closed on the operations of rule, and
+// its binding.
+func newPolicy(name string, ops []admissionv1.OperationType, rule admissionv1.Rule, vars []admissionv1.Variable,
+	validations []admissionv1.Validation) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops, Rule: rule},
+			}}},
+			Variables:   vars,
+			Validations: validations,
+		},
+	}
+	return policy, binding(name)
+}
+
 func binding(name string) *admissionv1.ValidatingAdmissionPolicyBinding {
 	return &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},

@@ -24,26 +24,13 @@ const StatusPolicyName = "gpufleet-rollout-status"
 // Nothing else writes it: Flux and Argo CD apply the spec, and the API
 // server ignores a status sent with it.
 func StatusPolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: StatusPolicyName},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Update},
-					Rule: admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"driverrollouts/status"}},
-				},
-			}}},
-			Variables: []admissionv1.Variable{{Name: "controller", Expression: isController}},
-			Validations: []admissionv1.Validation{{
-				Expression: "variables.controller",
-				MessageExpression: "'DriverRollout ' + object.metadata.name + ': ' + request.userInfo.username + " +
-					quote(" may not write its status: only gpufleet-controller ("+ControllerUser+") does"),
-				Reason: ptr.To(metav1.StatusReasonForbidden),
-			}},
-		},
-	}
-	return policy, binding(StatusPolicyName)
+	return newPolicy(StatusPolicyName, []admissionv1.OperationType{admissionv1.Update},
+		admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"driverrollouts/status"}},
+		[]admissionv1.Variable{{Name: "controller", Expression: isController}},
+		[]admissionv1.Validation{{
+			Expression: "variables.controller",
+			MessageExpression: "'DriverRollout ' + object.metadata.name + ': ' + request.userInfo.username + " +
+				quote(" may not write its status: only gpufleet-controller ("+ControllerUser+") does"),
+			Reason: ptr.To(metav1.StatusReasonForbidden),
+		}})
 }
