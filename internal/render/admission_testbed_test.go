@@ -13,9 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/admission"
@@ -85,27 +85,18 @@ func newAdmissionWorld(t *testing.T) *admissionWorld {
 		return c
 	}
 	w := &admissionWorld{admin: cl.Client, controller: as(admission.ControllerUser), someone: as("jane"), f: f}
-	w.waitEstablished(t, "driverrollouts."+v1alpha1.GroupVersion.Group)
-	return w
-}
-
-func (w *admissionWorld) waitEstablished(t *testing.T, crd string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := w.admin.Get(ctx, client.ObjectKey{Name: crd}, got); err != nil {
-			return false, nil
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("CRD %s not established: %v", crd, err)
+	// Established is not enough: a create can still meet "no matches for
+	// kind" until the API server's discovery serves the new kind, which is
+	// what envtest waits for.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Name: "driverrollouts." + v1alpha1.GroupVersion.Group}, crd); err != nil {
+		t.Fatal(err)
 	}
+	if err := envtest.WaitForCRDs(cl.Config, []*apiextensionsv1.CustomResourceDefinition{crd},
+		envtest.CRDInstallOptions{MaxTime: 30 * time.Second, PollInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatalf("CRD %s not served: %v", crd.Name, err)
+	}
+	return w
 }
 
 // untilRefused tries do until the API server refuses it (a policy is
