@@ -264,7 +264,7 @@ func (p *planner) readyToReturn(w *work) bool {
 	case v1alpha1.NodeRollingBack:
 		// Its OFED back (or kept, working) too: a node waiting for it is
 		// not back.
-		back, _ := p.ofedBack(w)
+		back, _ := p.ofed.back(w)
 		return back && rolledBack(w, p.spec.PreviousVersion)
 	}
 	return false

@@ -121,8 +121,8 @@ type planner struct {
 	// costOrdered: this pass starts nodes cheapest first (startOrder), and
 	// says so in each start's reason.
 	costOrdered bool
-	// ofedPolicy is the snapshot's OFEDPolicy.
-	ofedPolicy string
+	// ofed is the OFED driver's step of each node's maintenance.
+	ofed ofedStep
 	// domains are the maintenance domains by label value (domains.go);
 	// nil when the rollout names no domain label.
 	domains map[string]*domain
@@ -136,7 +136,7 @@ func Plan(snap Snapshot, now time.Time) Result {
 	case p.operator():
 		p.planOperator()
 	default:
-		p.holdOFED()
+		p.ofed.hold()
 		p.scanDomains()
 		p.settle()
 		p.join()
@@ -147,7 +147,8 @@ func Plan(snap Snapshot, now time.Time) Result {
 }
 
 func newPlanner(snap Snapshot, now time.Time) *planner {
-	p := &planner{ro: snap.Rollout, spec: &snap.Rollout.Spec, now: now, ofedPolicy: snap.OFEDPolicy}
+	p := &planner{ro: snap.Rollout, spec: &snap.Rollout.Spec, now: now}
+	p.ofed = newOFEDStep(p, snap.OFEDPolicy)
 	p.cal = NewCalendar(p.spec)
 	sel, err := metav1.LabelSelectorAsSelector(&p.spec.NodeSelector)
 	if err != nil {
@@ -160,7 +161,7 @@ func newPlanner(snap Snapshot, now time.Time) *planner {
 			p.problems = append(p.problems, msg)
 		}
 	}
-	nics := p.ofedSelectors()
+	nics := p.ofed.selects()
 	first := p.firstPeers(snap.Others)
 	works := make([]work, 0, len(snap.Nodes))
 	for i := range snap.Nodes {
@@ -359,10 +360,8 @@ func (p *planner) onTarget(w *work) bool {
 	if w.phase != v1alpha1.NodePending || !DriverMatches(w.n.DriverVersion, p.spec.TargetVersion) {
 		return false // most nodes of a pass: no need to look up the label
 	}
-	if p.movesOFED() && w.nics && !ofedOn(w, p.spec.OFED.TargetVersion) || p.staleDriver(w) {
-		// Its OFED is to be replaced (or its driver pod, loaded before
-		// its OFED, restarted): that takes a maintenance too.
-		return false
+	if p.ofed.pending(w) {
+		return false // its OFED step takes a maintenance too
 	}
 	label, ok := w.n.Labels[v1alpha1.LabelDriver]
 	return !ok || label == p.spec.TargetVersion
@@ -382,10 +381,7 @@ func (p *planner) settle() {
 		if w.canary || w.elsewhere != "" || !p.onTarget(w) || p.rolledBackDomain(w) {
 			continue
 		}
-		reason := fmt.Sprintf("already on driver %s: nothing to install", p.spec.TargetVersion)
-		if p.movesOFED() && w.nics {
-			reason = fmt.Sprintf("already on driver %s and OFED %s: nothing to install", p.spec.TargetVersion, p.spec.OFED.TargetVersion)
-		}
+		reason := p.ofed.settled(w, p.spec.TargetVersion)
 		if w.unschedulable {
 			// Note: move records this cordon as someone else's in the
 			// same write. Without the record, deleting this rollout, or

@@ -87,13 +87,8 @@ func (p *planner) failure(w *work) string {
 		}
 		return why
 	case v1alpha1.NodeInstalling:
-		if !p.ofedThrough(w) {
-			return p.ofedFailure(w)
-		}
-		if p.staleDriver(w) {
-			// Its driver pod is about to be replaced; what it does
-			// until then (a crash-looping peermem) is no failure.
-			return ""
+		if why, decided := p.ofed.failure(w); decided {
+			return why
 		}
 		switch {
 		case w.n.DriverFailed:
@@ -138,20 +133,7 @@ func (p *planner) draining(w *work) {
 	if !w.n.Drained || !p.drainingDRA(w) {
 		return
 	}
-	if p.needsOFED(w) {
-		// OFED first: the GPU driver label flips once it is through
-		// (installingOFED), so a new GPU driver never builds against
-		// the OFED about to be replaced.
-		p.move(w, v1alpha1.NodeInstalling, p.releaseOFEDReason(w), func(t *Transition) { t.ReleaseOFED = true })
-		return
-	}
-	if !p.ofedThrough(w) {
-		// Its OFED pod is the target's already but not through (not
-		// Ready, failed, the Network Operator not done with it): the
-		// GPU driver label waits for it all the same (installingOFED),
-		// or the node fails in its OFED step.
-		p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; OFED %s not through yet (%s): driver %s once it is",
-			p.elapsed(w), versionOr(p.ofedOf(w)), p.ofedProgress(w), p.spec.TargetVersion), nil)
+	if p.ofed.enter(w) {
 		return
 	}
 	p.move(w, v1alpha1.NodeInstalling, fmt.Sprintf("drained in %s; installing driver %s", p.elapsed(w), p.spec.TargetVersion), func(t *Transition) {
@@ -160,7 +142,7 @@ func (p *planner) draining(w *work) {
 }
 
 func (p *planner) installing(w *work) {
-	if !p.installingOFED(w) {
+	if !p.ofed.install(w) {
 		return
 	}
 	if w.n.DriverReady && w.n.Ready {
@@ -170,7 +152,7 @@ func (p *planner) installing(w *work) {
 			reason += ", and letting the DRA kubelet plugin back: the node is validated once it is Ready and its ResourceSlices publish the new version"
 		}
 		p.move(w, v1alpha1.NodeValidating, reason, func(t *Transition) {
-			t.HoldOFED = p.ofed() && w.nics && !ofedHeld(w)
+			t.HoldOFED = p.ofed.keepHeld(w)
 			if resume {
 				t.Plugin = PluginResume
 			}
@@ -215,12 +197,12 @@ func (p *planner) rollbackTimeout() time.Duration {
 func (p *planner) rollingBack(w *work) {
 	// OFED first, where it was replaced: until it is back, the GPU
 	// driver's state says nothing (a stale peermem crash-loops).
-	back, fix := p.ofedBack(w)
+	back, fix := p.ofed.back(w)
 	switch {
 	case back && w.n.DriverFailed:
 		p.quarantine(w, fmt.Sprintf("rollback to %s failed: driver pod failed to install", p.spec.PreviousVersion))
 	case p.overdue(w, p.rollbackTimeout()):
-		p.quarantine(w, fmt.Sprintf("rollback to %s not done within %s%s", p.spec.PreviousVersion, short(p.rollbackTimeout()), p.ofedRollbackWhy(w)))
+		p.quarantine(w, fmt.Sprintf("rollback to %s not done within %s%s", p.spec.PreviousVersion, short(p.rollbackTimeout()), p.ofed.rollbackWhy(w)))
 	case !back:
 		if fix != nil {
 			fix()
@@ -231,7 +213,7 @@ func (p *planner) rollingBack(w *work) {
 		}
 		p.move(w, v1alpha1.NodeRolledBack, p.backInService(w, p.returned(w, fmt.Sprintf("back on %s after %s", p.spec.PreviousVersion, p.elapsed(w)))), func(t *Transition) {
 			t.Uncordon = !w.adminCordoned
-			t.HoldOFED = p.ofed() && w.nics && !ofedHeld(w)
+			t.HoldOFED = p.ofed.keepHeld(w)
 		})
 	}
 }

@@ -121,7 +121,7 @@ func (p *planner) start() {
 	if !g.open {
 		return
 	}
-	if why := p.ofedPolicyWait(); why != "" {
+	if why := p.ofed.startWait(); why != "" {
 		p.blocked = why
 		return
 	}
