@@ -11,7 +11,7 @@
 #      (GPUFLEET_TEST_JOBS, default 4): their tests mostly wait on the
 #      programs they drive, so two cores keep more than two of them busy.
 #
-# A package needs the testbed when its tests import internal/testbed (or
+# A package needs the testbed when its tests import internal/testworld/testbed (or
 # sopstest, for the sops it builds), directly or not: `go list` says so,
 # so a new package lands in the right phase by itself.
 #
@@ -63,9 +63,9 @@ failures() { # LOG: each failing test with the lines that say why
 }
 
 # The packages whose tests need the testbed, and the others.
-testbed_deps="$module/internal/testbed $module/internal/secrets/sopstest"
+testbed_deps="$module/internal/testworld/testbed $module/internal/secrets/sopstest"
 need=$("$go_bin" list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}} {{.}}{{end}}{{end}}' ./... |
-	awk -v deps="$testbed_deps" -v self="$module/internal/testbed" '
+	awk -v deps="$testbed_deps" -v self="$module/internal/testworld/testbed" '
 		BEGIN { n = split(deps, d, " "); for (i = 1; i <= n; i++) want[d[i]] = 1 }
 		NF { uses = ($1 == self); for (i = 2; i <= NF; i++) if ($i in want) uses = 1; if (uses) print $1 }' | sort -u)
 all=$("$go_bin" list ./...)

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/gpufleet/gpufleet/internal/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // Exit codes.

@@ -13,7 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/adopt"
 	"github.com/gpufleet/gpufleet/internal/dra"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // gfdLabels are GPU Feature Discovery's labels of a node with a loaded

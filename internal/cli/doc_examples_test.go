@@ -16,7 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // docBlock returns the lines of the first fenced block after the line that

@@ -33,8 +33,8 @@ import (
 	"github.com/gpufleet/gpufleet/internal/adopt"
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // The versions the clusters of TestInitOnLiveClusters run.

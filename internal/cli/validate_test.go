@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // operatorsDir finds the shared operator charts next to the repository

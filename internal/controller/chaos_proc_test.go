@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // The chaos and leader-election tests run gpufleet-controller as its own

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/planner"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim/nodesimtest"
 )
 
 // The DRA tests: NVIDIA's DRA driver on simulated nodes. Its kubelet

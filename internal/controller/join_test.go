@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim/nodesimtest"
 )
 
 // TestJoiningNodeLabelledAtOnce: on a real API server, under the admission

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/imageref"
+	"github.com/gpufleet/gpufleet/internal/netop"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -143,18 +144,15 @@ func (r *Reconciler) observeOFED(ctx context.Context, ro *v1alpha1.DriverRollout
 // pod's creation: with GPUDirect RDMA the driver pod's init waits for the
 // node's OFED, so a pod created before OFED was Ready starts its driver
 // after it. The peermem container is left out, as it restarts by itself.
-// Times are whole seconds: a container started in the second OFED became
-// Ready is taken for one started after it, as the driver starts only once
-// it sees OFED ready.
+// Stale by netop.DriverStale, the rule nodesim and the simulator play.
 func driverOlderThan(pods []corev1.Pod, sel labels.Selector, t time.Time) bool {
-	limit := t.Truncate(time.Second)
 	for i := range pods {
 		p := &pods[i]
 		if p.DeletionTimestamp != nil || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
 		for _, cs := range p.Status.ContainerStatuses {
-			if r := cs.State.Running; r != nil && cs.Name != v1alpha1.PeermemContainer && r.StartedAt.Time.Before(limit) {
+			if r := cs.State.Running; r != nil && cs.Name != v1alpha1.PeermemContainer && netop.DriverStale(r.StartedAt.Time, t) {
 				return true
 			}
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // BenchmarkPass5000 times one planning pass of the controller over 5,000

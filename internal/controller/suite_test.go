@@ -25,10 +25,10 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/admission"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim/nodesimtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // The envtest suite: one real cluster for the package (kube-apiserver and

@@ -32,8 +32,8 @@ import (
 	"github.com/gpufleet/gpufleet/internal/dashboard"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/lab"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // installChromium is what makes the browser test runnable where chromium

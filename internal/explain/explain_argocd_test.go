@@ -16,7 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/explain"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // noCharts renders each chart to nothing: the stand-in folders below hold

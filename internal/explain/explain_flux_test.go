@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/explain"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // fluxKustomization is a Flux Kustomization of the cluster's chain, as the

@@ -22,7 +22,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 const (

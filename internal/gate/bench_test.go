@@ -16,7 +16,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // benchServers are the real API servers the benchmark's kubeconfig

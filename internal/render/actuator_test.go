@@ -14,7 +14,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/fleet/fleettest"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // operatorFleet is the example fleet on GPU Operator version op with the

@@ -23,7 +23,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // admissionWorld is a real API server with the admission policies render

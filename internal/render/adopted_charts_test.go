@@ -11,7 +11,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // TestAdoptedClusterPolicyRealCharts renders a cluster adopted with its

@@ -19,8 +19,8 @@ import (
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 	"github.com/gpufleet/gpufleet/internal/versions"
 )
 

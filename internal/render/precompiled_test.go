@@ -13,7 +13,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // precompiledFleet is the example fleet with its stable release on the GPU

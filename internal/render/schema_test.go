@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/crdcheck"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // TestNVIDIADriverCarriesWhatEachSchemaRequires renders an NVIDIADriver for

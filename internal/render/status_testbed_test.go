@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // TestNewDriverRolloutIsReadableByFluxHealthChecks creates the

@@ -10,7 +10,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/charts"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // TestSwitchGuardRealCharts: the switch guard reads the driver management

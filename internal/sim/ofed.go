@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/netop"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -17,23 +18,23 @@ import (
 // world whose first rollout moves the OFED driver too (spec.ofed): the
 // same k8s-operator-libs state machine as the GPU Operator's, with driver
 // name "ofed", as render configures it (autoUpgrade on, its own drain off,
-// maxParallelUpgrades 0: no limit). What it keeps from the source:
+// maxParallelUpgrades 0: no limit), in package netop's model, which the
+// node simulator and the controller share. What it keeps from the source:
 //
 //   - the NicClusterPolicy has one OFED version for the cluster, the
 //     rollout's target (SetOFEDPolicy reverts it, as a release reverted in
 //     Git does); a node whose OFED pod runs another version goes
 //     upgrade-required, and past that state only without the skip label,
 //     read there only;
-//   - a node already cordoned goes ahead even with no slot free, and is
-//     left cordoned at the end (the initial-state annotation); one it
-//     cordons itself it uncordons;
+//   - a node already cordoned is left cordoned at the end (the
+//     initial-state annotation); one it cordons itself it uncordons;
 //   - no drain (render turns it off): the pod is deleted, the DaemonSet's
 //     new one runs the policy's version and is Ready after the OFED
 //     install time, the node then says mofed.wait=false and upgrade-done;
 //     a bad version (Profile.BadOFED) never becomes Ready: upgrade-failed.
 //
 // And of the GPU driver beside it: a GPU driver pod started before its
-// node's OFED last became Ready is stale (planner.Node.DriverStale); with
+// node's OFED last became Ready is stale (netop.DriverStale); with
 // GPUDirect RDMA its nvidia_peermem crash-loops, so the pod is not Ready
 // until it is restarted, and a GPU driver pod is Ready only once OFED is.
 //
@@ -54,11 +55,9 @@ type networkModel struct {
 	kept []bool
 	// step counts each node's OFED pods, so a stale completion is dropped.
 	step []int
-	// inProgress counts the nodes holding a parallel slot (every state
-	// past upgrade-required, upgrade-failed included); waiting are those
-	// upgrade-required without the skip label and without a slot.
-	inProgress int
-	waiting    map[int]bool
+	// loaded is when each node's GPU driver pod last started, for
+	// netop.DriverStale.
+	loaded []time.Time
 	// changed lists the nodes written since the last pass (World.bump);
 	// looked says the model has looked at every node once.
 	changed []int
@@ -84,10 +83,6 @@ type OFEDPod struct {
 	Selected []string
 }
 
-// ofedMaxParallel is the NicClusterPolicy's maxParallelUpgrades as render
-// writes it: 0, no limit (the library's slots then never make a node wait).
-const ofedMaxParallel = 0
-
 // ofedSuffix is what the OFED container's image tag adds to the version.
 const ofedSuffix = "-ubuntu22.04-amd64"
 
@@ -108,7 +103,7 @@ func newNetworkModel(w *World, seed uint64) *networkModel {
 	}
 	n := len(w.nodes)
 	return &networkModel{policy: spec.OFED.TargetVersion, peermem: spec.OFED.Peermem, bad: w.prof.BadOFED, install: install,
-		rng: rand.New(rand.NewPCG(seed, 0x0fed)), kept: make([]bool, n), step: make([]int, n), waiting: map[int]bool{}}
+		rng: rand.New(rand.NewPCG(seed, 0x0fed)), kept: make([]bool, n), step: make([]int, n), loaded: make([]time.Time, n)}
 }
 
 // RunOFED gives each node a Ready OFED pod of version (upgrade-done,
@@ -157,7 +152,7 @@ func (w *World) SetOFEDPolicy(version string) {
 
 // networkPass is one pass of the Network Operator's upgrade controller
 // over the nodes written since the last one (every node on its first look
-// or after the policy changed), then over the nodes waiting for a slot.
+// or after the policy changed).
 func (w *World) networkPass() {
 	m := w.net
 	if m == nil {
@@ -178,93 +173,60 @@ func (w *World) networkPass() {
 	for _, i := range look {
 		w.ofedLook(i)
 	}
-	w.ofedWaiting()
 }
 
-// ofedWaiting gives the free slots to the nodes waiting for one, in name
-// order as a pass over every node meets them.
-func (w *World) ofedWaiting() {
-	m := w.net
-	for _, i := range slices.Sorted(maps.Keys(m.waiting)) {
-		if ofedMaxParallel > 0 && m.inProgress >= ofedMaxParallel {
-			return
-		}
-		w.ofedLook(i)
-	}
-}
-
-// ofedLook moves node i as far as the upgrade controller takes it now.
+// ofedLook moves node i as far as the upgrade controller takes it now
+// (netop.Look).
 func (w *World) ofedLook(i int) {
 	m := w.net
 	n := &w.nodes[i]
-	delete(m.waiting, i)
 	if len(n.Labels) == 0 {
 		return // not in the cluster
 	}
 	if n.OFEDVersion == "" {
 		// A node without an OFED pod: the DaemonSet gives it one of the
 		// policy's version (a new node, no driver loaded yet to unload).
-		n.OFEDVersion, n.OFEDReady, n.OFEDFailed = m.policy+ofedSuffix, m.policy != m.bad, m.policy == m.bad
-		state, wait := v1alpha1.OperatorStateDone, "false"
-		if m.policy == m.bad {
-			state, wait = v1alpha1.OperatorStateFailed, "true"
+		ok := m.policy != m.bad
+		n.OFEDVersion, n.OFEDReady, n.OFEDFailed = m.policy+ofedSuffix, ok, !ok
+		states := netop.Replaced(ok)
+		w.setLabels(i, v1alpha1.LabelOFEDUpgradeState, states[len(states)-1], v1alpha1.LabelMOFEDWait, netop.WaitLabel(ok))
+		return
+	}
+	// A failed pod that is out of date is taken again (simplified: the
+	// library waits for it to be in sync; a person deletes it).
+	moves, replace := netop.Look(n.Labels[v1alpha1.LabelOFEDUpgradeState],
+		v1alpha1.OFEDMatches(n.OFEDVersion, m.policy), n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true")
+	if replace {
+		// Cordoned first, unless it is already: then it stays so.
+		m.kept[i] = n.Unschedulable
+		if !n.Unschedulable {
+			n.Unschedulable = true
+			w.holder[i] = "network-operator"
 		}
-		w.setLabels(i, v1alpha1.LabelOFEDUpgradeState, state, v1alpha1.LabelMOFEDWait, wait)
-		return
 	}
-	st := n.Labels[v1alpha1.LabelOFEDUpgradeState]
-	current := v1alpha1.OFEDMatches(n.OFEDVersion, m.policy)
-	switch {
-	case current && (st == "" || st == v1alpha1.OperatorStateUpgradeRequired):
-		w.setOFEDState(i, v1alpha1.OperatorStateDone)
-		return
-	case !current && (st == "" || st == v1alpha1.OperatorStateDone || st == v1alpha1.OperatorStateFailed):
-		// A failed pod that is out of date is taken again (simplified:
-		// the library waits for it to be in sync; a person deletes it).
-		w.setOFEDState(i, v1alpha1.OperatorStateUpgradeRequired)
-	case st != v1alpha1.OperatorStateUpgradeRequired:
-		return
+	w.setOFEDStates(i, moves)
+	if replace {
+		w.ofedReplace(i)
 	}
-	if n.Labels[v1alpha1.LabelOFEDUpgradeSkip] == "true" {
-		return
-	}
-	if !n.Unschedulable && ofedMaxParallel > 0 && m.inProgress >= ofedMaxParallel {
-		m.waiting[i] = true
-		return
-	}
-	w.ofedUpgrade(i)
 }
 
-// setOFEDState writes node i's OFED upgrade state, keeping the slot count.
-func (w *World) setOFEDState(i int, s string) {
-	m := w.net
-	if v1alpha1.OperatorUpgrading(w.nodes[i].Labels[v1alpha1.LabelOFEDUpgradeState]) {
-		m.inProgress--
+// setOFEDStates writes node i's OFED upgrade states, in order.
+func (w *World) setOFEDStates(i int, states []string) {
+	for _, s := range states {
+		w.setLabels(i, v1alpha1.LabelOFEDUpgradeState, s)
+		w.note("network-operator", "%s %s", w.nodes[i].Name, s)
 	}
-	if v1alpha1.OperatorUpgrading(s) {
-		m.inProgress++
-	}
-	w.setLabels(i, v1alpha1.LabelOFEDUpgradeState, s)
-	w.note("network-operator", "%s %s", w.nodes[i].Name, s)
 }
 
-// ofedUpgrade takes node i from upgrade-required to its new OFED pod:
-// cordon (unless it is cordoned already: then it stays so), no jobs to
-// wait for and no drain, the pod restarted.
-func (w *World) ofedUpgrade(i int) {
+// ofedReplace restarts node i's OFED pod on the policy's version: no jobs
+// to wait for and no drain (render turns them off).
+func (w *World) ofedReplace(i int) {
 	m := w.net
 	n := &w.nodes[i]
-	m.kept[i] = n.Unschedulable
-	if !n.Unschedulable {
-		n.Unschedulable = true
-		w.holder[i] = "network-operator"
-	}
-	w.setOFEDState(i, v1alpha1.OperatorStateCordonRequired)
-	w.setOFEDState(i, v1alpha1.OperatorStatePodRestartRequired)
 	m.step[i]++
 	g := m.step[i]
 	n.OFEDVersion, n.OFEDReady, n.OFEDFailed = m.policy+ofedSuffix, false, false
-	w.setLabels(i, v1alpha1.LabelMOFEDWait, "true")
+	w.setLabels(i, v1alpha1.LabelMOFEDWait, netop.WaitLabel(false))
 	if w.observe != nil {
 		m.pods = append(m.pods, OFEDPod{Node: n.Name, At: w.now, Version: m.policy, Owner: n.Owner, Phase: n.Phase,
 			Unschedulable: n.Unschedulable, Drained: n.Drained, Selected: w.ofedSelecting(n)})
@@ -276,7 +238,7 @@ func (w *World) ofedUpgrade(i int) {
 		}
 		if bad {
 			w.nodes[i].OFEDFailed = true
-			w.setOFEDState(i, v1alpha1.OperatorStateFailed)
+			w.setOFEDStates(i, netop.Replaced(false))
 			return
 		}
 		w.ofedReady(i)
@@ -290,21 +252,28 @@ func (w *World) ofedReady(i int) {
 	m := w.net
 	n := &w.nodes[i]
 	n.OFEDReady = true
-	if _, ok := n.Labels[v1alpha1.LabelDriver]; ok || n.DriverVersion != "" {
+	if _, ok := n.Labels[v1alpha1.LabelDriver]; (ok || n.DriverVersion != "") && netop.DriverStale(m.loaded[i], w.now) {
 		n.DriverStale = true
 		if m.peermem {
 			n.DriverReady = false // nvidia_peermem crash-loops against the new OFED
 		}
 	}
-	w.setLabels(i, v1alpha1.LabelMOFEDWait, "false")
-	w.setOFEDState(i, v1alpha1.OperatorStateUncordonRequired)
+	w.setLabels(i, v1alpha1.LabelMOFEDWait, netop.WaitLabel(true))
+	done := netop.Replaced(true)
+	w.setOFEDStates(i, done[:len(done)-1])
 	if !m.kept[i] && n.Unschedulable {
 		n.Unschedulable = false
 		w.holder[i] = ""
 	}
 	m.kept[i] = false
-	w.setOFEDState(i, v1alpha1.OperatorStateDone)
-	w.ofedWaiting()
+	w.setOFEDStates(i, done[len(done)-1:])
+}
+
+// driverStarts records that node i's GPU driver pod starts now.
+func (w *World) driverStarts(i int) {
+	if w.net != nil {
+		w.net.loaded[i] = w.now
+	}
 }
 
 // ofedSelecting names the live rollouts with spec.ofed that select n.
@@ -344,6 +313,7 @@ func (w *World) restartDriver(i int) {
 	g := w.gen[i]
 	n := &w.nodes[i]
 	n.DriverReady, n.DriverFailed, n.DriverStale = false, false, false
+	w.driverStarts(i)
 	w.after(w.fates[i].install, func() {
 		if w.gen[i] != g {
 			return
@@ -369,9 +339,7 @@ func (w *World) ofedJoin(i int) {
 }
 
 func (w *World) ofedLeave(i int) {
-	if w.ofedGone(i) && v1alpha1.OperatorUpgrading(w.nodes[i].Labels[v1alpha1.LabelOFEDUpgradeState]) {
-		w.net.inProgress-- // its labels go with it: its slot is free
-	}
+	w.ofedGone(i)
 }
 
 // ofedGone drops node i's OFED pod (and what was under way for it); false
@@ -383,7 +351,6 @@ func (w *World) ofedGone(i int) bool {
 	n := &w.nodes[i]
 	n.OFEDVersion, n.OFEDReady, n.OFEDFailed, n.DriverStale = "", false, false, false
 	w.net.step[i]++
-	delete(w.net.waiting, i)
 	return true
 }
 

@@ -393,6 +393,7 @@ func (w *World) Join(name string, labels map[string]string, driver string) {
 	n.Drained, n.DriverFailed, n.Signals = false, false, nil
 	n.DriverVersion, n.DriverReady = driver, driver != ""
 	n.Ready = true
+	w.driverStarts(i)
 	w.ofedJoin(i)
 	if w.holder[i] != "admin" {
 		// A new Node object: no rollout's cordon survives it (an admin
@@ -541,6 +542,7 @@ func (w *World) flipDriver(i int, version string, rollback bool) {
 	g := w.gen[i]
 	n := &w.nodes[i]
 	n.DriverReady, n.DriverFailed, n.DriverVersion, n.DriverStale = false, false, "", false
+	w.driverStarts(i)
 	f := w.fates[i]
 	install, fails := f.install, f.installFails
 	if rollback {

@@ -12,7 +12,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/gate/gatetest"
 	"github.com/gpufleet/gpufleet/internal/promote"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // driverLabel is the node label the gate reads a node's driver from.

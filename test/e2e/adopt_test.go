@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/lab"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/planner"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // The clusters of TestAdoptRunningOperator: the one gpufleet init adopts,

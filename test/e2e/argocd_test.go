@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufleet/gpufleet/internal/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
 )
 
 // TestArgoCDStory plays lab's ArgoCDStory: staging on the real Argo CD

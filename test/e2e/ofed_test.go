@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/lab"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // The OFED story runs on one cluster of four nodes with NICs the Network

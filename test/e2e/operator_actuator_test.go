@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/lab"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/render"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // The operator actuator's story runs on one cluster of four nodes: a canary,

@@ -34,10 +34,10 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/cli"
-	"github.com/gpufleet/gpufleet/internal/lab"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/planner"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // BenchmarkPeer measures, on the real GPU Operator v25.3.4, the same cluster

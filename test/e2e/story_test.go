@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufleet/gpufleet/internal/lab"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
 )
 
 // TestFleetStory plays a release's whole life on two clusters (lab's

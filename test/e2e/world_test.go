@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpufleet/gpufleet/internal/lab"
 	"github.com/gpufleet/gpufleet/internal/secrets/sopstest"
+	"github.com/gpufleet/gpufleet/internal/testworld/lab"
 )
 
 // world is a running world (package lab's) as one test or subtest sees it:

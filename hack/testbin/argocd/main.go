@@ -1,6 +1,6 @@
 // Command argocd is the part of Argo CD the testbed runs: the
 // application-controller and the repo-server, out of cluster (see
-// hack/testbin.sh and internal/testbed/argocd.go).
+// hack/testbin.sh and internal/testworld/testbed/argocd.go).
 //
 // Why not argo-cd's own cmd: it links every Argo CD program (the API server,
 // the CLI, Dex, notifications, the ApplicationSet controller) and takes twice

@@ -23,9 +23,9 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/gate"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/nodesim/nodesimtest"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim/nodesimtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // CRDDirs are the CRDs a gated cluster needs: the GPU Operator's (real,

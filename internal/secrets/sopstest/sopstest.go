@@ -10,7 +10,7 @@ import (
 )
 
 // envTestbin is the variable that points at the testbed's folder (the
-// Makefile exports it; see internal/testbed). It is spelled here rather
+// Makefile exports it; see internal/testworld/testbed). It is spelled here rather
 // than imported, since the testbed's package brings a Kubernetes test
 // control plane into every test binary that imports it.
 const envTestbin = "GPUFLEET_TESTBIN"

@@ -17,9 +17,9 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/netopplay"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/sharedtest"
+	"github.com/gpufleet/gpufleet/internal/testworld/netopplay"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // The OFED versions of the test: A and B as the Network Operator's

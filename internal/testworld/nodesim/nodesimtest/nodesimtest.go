@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/planner"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // AddPool adds pool p to sim, marks its nodes as GPU nodes and makes sure

@@ -15,7 +15,7 @@ import (
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // Dump describes cluster's Flux Kustomizations or Argo CD Applications, DriverRollouts, nodes (with

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/controller"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/planner"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // The story's checks of the real GPU Operator's behaviour: the driver

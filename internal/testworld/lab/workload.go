@@ -16,8 +16,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // The workload of the drain check: a training job's workers on the GPU

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/netopplay"
+	"github.com/gpufleet/gpufleet/internal/testworld/netopplay"
 )
 
 // binOFEDUpgrade is the Network Operator's OFED upgrade controller as the

@@ -26,8 +26,8 @@ import (
 
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/fleet"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // PlaceholderCharts is the chart repository a story's fleet file names; Start

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/imageref"
+	"github.com/gpufleet/gpufleet/internal/netop"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -149,7 +150,7 @@ func peermemState(p *corev1.Pod, o ofedOn) peermem {
 		return peermemWaiting
 	}
 	started, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnotationReadyAt])
-	if err != nil || started.Before(o.readyAt) {
+	if err != nil || netop.DriverStale(started, o.readyAt) {
 		return peermemStale
 	}
 	return peermemReady

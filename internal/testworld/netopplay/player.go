@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
 	"github.com/gpufleet/gpufleet/internal/fleet"
+	"github.com/gpufleet/gpufleet/internal/netop"
 )
 
 // PolicyName is the one NicClusterPolicy the Network Operator reads.
@@ -254,11 +255,8 @@ func (p *OFEDDaemonSetPlayer) syncWaitLabels(ctx context.Context) error {
 		if pod.Spec.NodeName == "" {
 			continue
 		}
-		value := "true"
-		if len(pod.Status.ContainerStatuses) != 0 && pod.Status.ContainerStatuses[0].Ready {
-			value = "false"
-		}
-		errs = append(errs, p.setNodeLabel(ctx, pod.Spec.NodeName, v1alpha1.LabelMOFEDWait, value))
+		ready := len(pod.Status.ContainerStatuses) != 0 && pod.Status.ContainerStatuses[0].Ready
+		errs = append(errs, p.setNodeLabel(ctx, pod.Spec.NodeName, v1alpha1.LabelMOFEDWait, netop.WaitLabel(ready)))
 	}
 	return errors.Join(errs...)
 }

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // DRANamespace holds the simulated DRA driver's kubelet plugin, as the

@@ -28,7 +28,7 @@ func TestControllerFromDeployment(t *testing.T) {
 	c := tb.Clusters()[0]
 	ctx := t.Context()
 
-	bin, err := BuildController("../..")
+	bin, err := BuildController("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/explain"
 	"github.com/gpufleet/gpufleet/internal/gate"
 	"github.com/gpufleet/gpufleet/internal/render"
-	"github.com/gpufleet/gpufleet/internal/testbed"
+	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
 // argoGitOps is what the story's fleet file gains to put its staging

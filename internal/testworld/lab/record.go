@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/nodesim"
 	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/sim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 )
 
 // Recorder samples one cluster while a story plays: each GPU node's phase
