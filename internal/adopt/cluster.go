@@ -35,7 +35,7 @@ type Cluster struct {
 type Node struct {
 	Name   string
 	Labels map[string]string
-	// DRA is what the ResourceSlices of the GPU DRA driver (dra.DriverGPU)
+	// DRA is what the ResourceSlices of the GPU DRA driver (v1alpha1.DRADriverGPU)
 	// say of the node: its GPUs' product and driver version. Nil when it
 	// has none.
 	DRA *dra.Node

@@ -297,7 +297,7 @@ func judgeNodes(cluster string, nodes []Node, precompiled bool) ([]placedNode, P
 	add(ReasonUnplaced, unplaced, "GPU %s %s %s no %s label: the driver is not loaded there, so GPU Feature Discovery could not say which GPU it is and init cannot place it in a pool; repair the node's driver (or cordon and remove the node), then run init again",
 		nodeWord(len(unplaced)), nodeList(unplaced), hasHave(len(unplaced)), v1alpha1.LabelGFDProduct)
 	add(ReasonUnplaced, draUnplaced, "GPU %s %s %s no %s label, and %s ResourceSlices of %s name no one GPU product (no productName, or several): init cannot place %s in a pool; see what they publish (kubectl get resourceslices --field-selector spec.driver=%s -o yaml), repair the DRA driver or label the %s with %s, then run init again",
-		nodeWord(len(draUnplaced)), nodeList(draUnplaced), hasHave(len(draUnplaced)), v1alpha1.LabelGFDProduct, theirIts(len(draUnplaced)), dra.DriverGPU, themIt(len(draUnplaced)), dra.DriverGPU, nodeWord(len(draUnplaced)), v1alpha1.LabelGFDProduct)
+		nodeWord(len(draUnplaced)), nodeList(draUnplaced), hasHave(len(draUnplaced)), v1alpha1.LabelGFDProduct, theirIts(len(draUnplaced)), v1alpha1.DRADriverGPU, themIt(len(draUnplaced)), v1alpha1.DRADriverGPU, nodeWord(len(draUnplaced)), v1alpha1.LabelGFDProduct)
 	slices.Sort(disagree)
 	add(ReasonDRADisagrees, disagreeing, "the reports of the driver a node runs disagree, so which one runs is not known: %s. A DRA kubelet plugin that ran on across a driver swap publishes the old driver until it restarts (delete its pod on the node), and GPU Feature Discovery relabels a node within a minute of a swap; once they agree, run init again",
 		strings.Join(disagree, "; "))
@@ -358,7 +358,7 @@ func mixedAllocation(cluster string, pools []*Pool, nodes []placedNode) Problems
 			kinds = append(kinds, fmt.Sprintf("nodes whose GPUs the device plugin offers (allocatable %s: %s)", v1alpha1.ResourceGPU, nodeList(plugin)))
 		}
 		if len(byDRA) > 0 {
-			kinds = append(kinds, fmt.Sprintf("nodes whose GPUs DRA hands out (ResourceSlices of %s: %s)", dra.DriverGPU, nodeList(byDRA)))
+			kinds = append(kinds, fmt.Sprintf("nodes whose GPUs DRA hands out (ResourceSlices of %s: %s)", v1alpha1.DRADriverGPU, nodeList(byDRA)))
 		}
 		if len(both) > 0 {
 			kinds = append(kinds, fmt.Sprintf("nodes that offer their GPUs both ways (%s)", nodeList(both)))
@@ -417,7 +417,7 @@ func productLabelsNeeded(cluster string, nvidiaDriverMode bool, pools []*Pool, n
 	}
 	slices.Sort(all)
 	what := fmt.Sprintf("%s %s %s no %s (GPU Feature Discovery does not run there): init placed %s by %s ResourceSlices of %s (%s)",
-		nodeWord(len(all)), nodeList(all), hasHave(len(all)), v1alpha1.LabelGFDProduct, themIt(len(all)), theirIts(len(all)), dra.DriverGPU, strings.Join(found, "; "))
+		nodeWord(len(all)), nodeList(all), hasHave(len(all)), v1alpha1.LabelGFDProduct, themIt(len(all)), theirIts(len(all)), v1alpha1.DRADriverGPU, strings.Join(found, "; "))
 	if nvidiaDriverMode {
 		return Problems{{Cluster: cluster, Reason: ReasonProductLabelNeeded, Nodes: all,
 			Message: fmt.Sprintf("%s. render's NVIDIADrivers select a pool's nodes by that label, so applying its output would leave %s without a driver: label %s (%s), then run init again",

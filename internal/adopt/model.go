@@ -64,7 +64,7 @@ type Pool struct {
 	// (a problem).
 	Driver string `json:"driver,omitempty"`
 	// DRA says dynamic resource allocation hands out its nodes' GPUs:
-	// the GPU DRA driver (dra.DriverGPU) publishes them in ResourceSlices,
+	// the GPU DRA driver (v1alpha1.DRADriverGPU) publishes them in ResourceSlices,
 	// and the device plugin offers none.
 	DRA bool `json:"dra,omitempty"`
 	// Nodes are the names of its nodes, sorted.

@@ -249,7 +249,7 @@ func devicePluginGPUs(allocatable corev1.ResourceList) int64 {
 }
 
 // draNodes reads the ResourceSlices of NVIDIA's GPU DRA driver
-// (dra.DriverGPU), by node. A cluster that does not serve
+// (v1alpha1.DRADriverGPU), by node. A cluster that does not serve
 // resource.k8s.io/v1 (before Kubernetes 1.34, or with DRA off) has none:
 // its GPUs are the device plugin's, and it is read as before.
 func draNodes(ctx context.Context, c client.Client) (map[string]*dra.Node, error) {
@@ -262,7 +262,7 @@ func draNodes(ctx context.Context, c client.Client) (map[string]*dra.Node, error
 	case err != nil:
 		return nil, fmt.Errorf("list resourceslices: %w", err)
 	}
-	return dra.Nodes(all, dra.DriverGPU), nil
+	return dra.Nodes(all, v1alpha1.DRADriverGPU), nil
 }
 
 // operatorDeployments lists the Deployments of every namespace and keeps

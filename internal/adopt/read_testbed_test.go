@@ -52,8 +52,8 @@ func createSlice(t *testing.T, c client.Client, node, driver, version string, pr
 	}}
 	for i, p := range products {
 		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: "gpu-" + string(rune('0'+i)), Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			dra.AttributeProductName:   {StringValue: new(p)},
-			dra.AttributeDriverVersion: {VersionValue: new(version)},
+			dra.AttributeProductName:           {StringValue: new(p)},
+			v1alpha1.DRAAttributeDriverVersion: {VersionValue: new(version)},
 		}})
 	}
 	if err := c.Create(t.Context(), s); err != nil {
@@ -74,10 +74,10 @@ func TestReadClusterDRA(t *testing.T) {
 	createNode(t, c, "dra-1", map[string]string{"kubernetes.io/os": "linux"}, 0)
 	createNode(t, c, "dra-2", gfdLabels("NVIDIA-H200", "570.172.08"), 0)
 	createNode(t, c, "nic-1", map[string]string{"kubernetes.io/os": "linux"}, 0)
-	createSlice(t, c, "dra-1", dra.DriverGPU, "570.172.8", "NVIDIA H200", "NVIDIA H200")
-	createSlice(t, c, "dra-2", dra.DriverGPU, "570.172.8", "NVIDIA H200")
+	createSlice(t, c, "dra-1", v1alpha1.DRADriverGPU, "570.172.8", "NVIDIA H200", "NVIDIA H200")
+	createSlice(t, c, "dra-2", v1alpha1.DRADriverGPU, "570.172.8", "NVIDIA H200")
 	createSlice(t, c, "nic-1", "dra.net", "1.0.0", "ConnectX-7")
-	createSlice(t, c, "gone-1", dra.DriverGPU, "570.172.8", "NVIDIA H200")
+	createSlice(t, c, "gone-1", v1alpha1.DRADriverGPU, "570.172.8", "NVIDIA H200")
 
 	rc, err := adopt.NewClient(tb.Cluster("dra").Config)
 	if err != nil {
@@ -88,7 +88,7 @@ func TestReadClusterDRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices := func(node string, devices int) *dra.Node {
-		return &dra.Node{Name: node, Slices: []string{node + "-" + dra.DriverGPU}, Devices: devices, Products: []string{"NVIDIA H200"}, DriverVersions: []string{"570.172.8"}}
+		return &dra.Node{Name: node, Slices: []string{node + "-" + v1alpha1.DRADriverGPU}, Devices: devices, Products: []string{"NVIDIA H200"}, DriverVersions: []string{"570.172.8"}}
 	}
 	want := []adopt.Node{
 		{Name: "dra-1", Labels: map[string]string{"kubernetes.io/os": "linux"}, DRA: slices("dra-1", 2)},

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
-	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 )
 
@@ -222,7 +221,7 @@ func poolComment(p *Pool) string {
 		parts = append(parts, fmt.Sprintf("MIG layout %s (%s).", p.MIG, v1alpha1.LabelMIGConfig))
 	}
 	if p.DRA {
-		parts = append(parts, fmt.Sprintf("Dynamic resource allocation hands its GPUs out (ResourceSlices of %s), not the device plugin.", dra.DriverGPU))
+		parts = append(parts, fmt.Sprintf("Dynamic resource allocation hands its GPUs out (ResourceSlices of %s), not the device plugin.", v1alpha1.DRADriverGPU))
 	}
 	return strings.Join(parts, " ")
 }

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -87,25 +87,14 @@ func (r *Reconciler) readClaims(ctx context.Context, spec *v1alpha1.DriverRollou
 }
 
 // claimNode is the node claim c is allocated on: the one its allocation's
-// node selector names (the scheduler writes matchFields metadata.name In
-// [node] for a node-local device), else the node of the pool its first
-// device came from (pools, from the ResourceSlices); empty when it is not
-// allocated or not on one node.
+// node selector names (dra.AllocatedNode), else the node of the pool its
+// first device came from (pools, from the ResourceSlices); empty when it is
+// not allocated or not on one node.
 func claimNode(c *resourcev1.ResourceClaim, pools map[poolKey]string) string {
-	a := c.Status.Allocation
-	if a == nil {
-		return ""
+	if n := dra.AllocatedNode(c); n != "" || c.Status.Allocation == nil {
+		return n
 	}
-	if a.NodeSelector != nil {
-		for _, term := range a.NodeSelector.NodeSelectorTerms {
-			for _, f := range term.MatchFields {
-				if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-					return f.Values[0]
-				}
-			}
-		}
-	}
-	for _, res := range a.Devices.Results {
+	for _, res := range c.Status.Allocation.Devices.Results {
 		if n := pools[poolKey{res.Driver, res.Pool}]; n != "" {
 			return n
 		}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 )
 
 // The cluster's ResourceSlices, read once a pass from the manager's cache:
@@ -55,7 +56,7 @@ func (r *Reconciler) readSlices(ctx context.Context, spec *v1alpha1.DriverRollou
 		}
 		v.nodes[node] = true
 		for j := range s.Devices {
-			if ver := deviceDriverVersion(&s.Devices[j], s.Driver); ver != "" && !slices.Contains(v.versions[node], ver) {
+			if ver := dra.DeviceDriverVersion(&s.Devices[j], s.Driver); ver != "" && !slices.Contains(v.versions[node], ver) {
 				v.versions[node] = append(v.versions[node], ver)
 			}
 		}
@@ -64,19 +65,4 @@ func (r *Reconciler) readSlices(ctx context.Context, spec *v1alpha1.DriverRollou
 		slices.Sort(vs)
 	}
 	return v, nil
-}
-
-// deviceDriverVersion is the driver version device d of driver publishes:
-// its driverVersion attribute, by its short name or qualified with the
-// driver's domain.
-func deviceDriverVersion(d *resourcev1.Device, driver string) string {
-	for _, name := range []resourcev1.QualifiedName{
-		v1alpha1.DRAAttributeDriverVersion,
-		resourcev1.QualifiedName(driver + "/" + v1alpha1.DRAAttributeDriverVersion),
-	} {
-		if a, ok := d.Attributes[name]; ok && a.VersionValue != nil {
-			return *a.VersionValue
-		}
-	}
-	return ""
 }

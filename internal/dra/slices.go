@@ -11,23 +11,13 @@ import (
 	"github.com/gpufleet/gpufleet/internal/versions"
 )
 
-// DriverGPU is the DRA driver name under which NVIDIA's DRA driver for
-// GPUs (the nvidia-dra-driver-gpu chart) publishes a node's GPUs and MIG
-// devices, and the name of its device class. It is the default GPU DRA
-// driver wherever gpufleet reads slices.
-const DriverGPU = "gpu.nvidia.com"
-
-// The device attributes of DriverGPU's slices that gpufleet reads. A
-// device may also name them qualified by the driver's own domain
-// (gpu.nvidia.com/productName), which the API takes for the same.
-const (
-	// AttributeDriverVersion is the driver version, a version attribute:
-	// semver, so driver 580.95.05 is written 580.95.5.
-	AttributeDriverVersion = "driverVersion"
-	// AttributeProductName is the GPU's name as NVML says it, with spaces
-	// ("NVIDIA H100 80GB HBM3"); a MIG device carries its GPU's.
-	AttributeProductName = "productName"
-)
+// AttributeProductName is the device attribute in which DRA driver
+// gpu.nvidia.com's slices publish the GPU's name as NVML says it, with
+// spaces ("NVIDIA H100 80GB HBM3"); a MIG device carries its GPU's. The
+// driver version is v1alpha1.DRAAttributeDriverVersion. A device may name
+// either qualified by the driver's own domain (gpu.nvidia.com/productName),
+// which the API takes for the same.
+const AttributeProductName = "productName"
 
 // Node is what one DRA driver's ResourceSlices say of one node.
 type Node struct {
@@ -76,9 +66,9 @@ func Nodes(list []resourcev1.ResourceSlice, driver string) map[string]*Node {
 			if a, ok := attribute(d, driver, AttributeProductName); ok && a.StringValue != nil && *a.StringValue != "" && !slices.Contains(n.Products, *a.StringValue) {
 				n.Products = append(n.Products, *a.StringValue)
 			}
-			if a, ok := attribute(d, driver, AttributeDriverVersion); ok && a.VersionValue != nil && *a.VersionValue != "" &&
-				!slices.ContainsFunc(n.DriverVersions, func(v string) bool { return versions.SameDriver(v, *a.VersionValue) }) {
-				n.DriverVersions = append(n.DriverVersions, *a.VersionValue)
+			if v := DeviceDriverVersion(&d, driver); v != "" &&
+				!slices.ContainsFunc(n.DriverVersions, func(have string) bool { return versions.SameDriver(have, v) }) {
+				n.DriverVersions = append(n.DriverVersions, v)
 			}
 		}
 	}
@@ -88,6 +78,15 @@ func Nodes(list []resourcev1.ResourceSlice, driver string) map[string]*Node {
 		slices.Sort(n.DriverVersions)
 	}
 	return out
+}
+
+// DeviceDriverVersion is the driver version device d of driver publishes
+// (v1alpha1.DRAAttributeDriverVersion, semver form); empty when none.
+func DeviceDriverVersion(d *resourcev1.Device, driver string) string {
+	if a, ok := attribute(*d, driver, v1alpha1.DRAAttributeDriverVersion); ok && a.VersionValue != nil {
+		return *a.VersionValue
+	}
+	return ""
 }
 
 // attribute is the device's attribute name, unqualified or qualified by
@@ -164,19 +163,19 @@ func DriverOf(label string, n *Node) Driver {
 	}
 	slices := strings.Join(n.Slices, ", ")
 	if len(n.DriverVersions) > 1 {
-		d.Conflict = fmt.Sprintf("its ResourceSlices of %s (%s) publish more than one driver: %s", DriverGPU, slices, n.Version())
+		d.Conflict = fmt.Sprintf("its ResourceSlices of %s (%s) publish more than one driver: %s", v1alpha1.DRADriverGPU, slices, n.Version())
 		return d
 	}
 	published := n.DriverVersions[0]
 	if label != "" {
 		if !versions.SameDriver(label, published) {
-			d.Conflict = fmt.Sprintf("%s says %s, its ResourceSlices of %s (%s) say %s", v1alpha1.LabelGFDDriverFull, label, DriverGPU, slices, published)
+			d.Conflict = fmt.Sprintf("%s says %s, its ResourceSlices of %s (%s) say %s", v1alpha1.LabelGFDDriverFull, label, v1alpha1.DRADriverGPU, slices, published)
 		}
 		return d
 	}
 	v, ok := n.DriverVersion()
 	if !ok {
-		d.Conflict = fmt.Sprintf("its ResourceSlices of %s (%s) publish driver %s, which is no NVIDIA driver version (major.minor.patch)", DriverGPU, slices, published)
+		d.Conflict = fmt.Sprintf("its ResourceSlices of %s (%s) publish driver %s, which is no NVIDIA driver version (major.minor.patch)", v1alpha1.DRADriverGPU, slices, published)
 		return d
 	}
 	d.Version, d.FromSlices = v, true

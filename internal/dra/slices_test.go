@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpufleet/gpufleet/api/v1alpha1"
 )
 
 // slice is a ResourceSlice of driver for node's pool at generation, with
@@ -24,37 +26,37 @@ func slice(name, driver, node string, generation int64, devices ...map[resourcev
 
 func gpu(product, version string) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
 	return map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-		"type":                 {StringValue: new("gpu")},
-		AttributeProductName:   {StringValue: new(product)},
-		AttributeDriverVersion: {VersionValue: new(version)},
+		"type":                             {StringValue: new("gpu")},
+		AttributeProductName:               {StringValue: new(product)},
+		v1alpha1.DRAAttributeDriverVersion: {VersionValue: new(version)},
 	}
 }
 
 func TestNodes(t *testing.T) {
 	qualified := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-		DriverGPU + "/" + AttributeProductName:   {StringValue: new("NVIDIA H100 80GB HBM3")},
-		DriverGPU + "/" + AttributeDriverVersion: {VersionValue: new("580.95.5")},
+		v1alpha1.DRADriverGPU + "/" + AttributeProductName:               {StringValue: new("NVIDIA H100 80GB HBM3")},
+		v1alpha1.DRADriverGPU + "/" + v1alpha1.DRAAttributeDriverVersion: {VersionValue: new("580.95.5")},
 	}
-	network := slice("nic", DriverGPU, "", 1, gpu("NVIDIA H100 80GB HBM3", "1.0.0"))
+	network := slice("nic", v1alpha1.DRADriverGPU, "", 1, gpu("NVIDIA H100 80GB HBM3", "1.0.0"))
 	network.Spec.NodeName, network.Spec.AllNodes = nil, new(true)
-	selected := slice("selected", DriverGPU, "", 1, gpu("NVIDIA H100 80GB HBM3", "1.0.0"))
+	selected := slice("selected", v1alpha1.DRADriverGPU, "", 1, gpu("NVIDIA H100 80GB HBM3", "1.0.0"))
 	selected.Spec.NodeName, selected.Spec.NodeSelector = nil, &corev1.NodeSelector{}
 	list := []resourcev1.ResourceSlice{
-		slice("a-1", DriverGPU, "a", 1, gpu("NVIDIA H100 80GB HBM3", "580.95.5"), qualified),
+		slice("a-1", v1alpha1.DRADriverGPU, "a", 1, gpu("NVIDIA H100 80GB HBM3", "580.95.5"), qualified),
 		// A slice the driver republished after a swap, and the old one not
 		// deleted yet: only the newer generation counts.
-		slice("b-old", DriverGPU, "b", 3, gpu("NVIDIA H100 80GB HBM3", "570.172.8")),
-		slice("b-new", DriverGPU, "b", 4, gpu("NVIDIA H100 80GB HBM3", "580.95.5")),
+		slice("b-old", v1alpha1.DRADriverGPU, "b", 3, gpu("NVIDIA H100 80GB HBM3", "570.172.8")),
+		slice("b-new", v1alpha1.DRADriverGPU, "b", 4, gpu("NVIDIA H100 80GB HBM3", "580.95.5")),
 		// Two slices of one node that disagree.
-		slice("c-1", DriverGPU, "c", 1, gpu("NVIDIA A100-SXM4-80GB", "580.95.5")),
-		slice("c-2", DriverGPU, "c", 1, gpu("NVIDIA A100-SXM4-80GB", "570.172.8"), gpu("NVIDIA A100-SXM4-80GB", "580.95.05")),
+		slice("c-1", v1alpha1.DRADriverGPU, "c", 1, gpu("NVIDIA A100-SXM4-80GB", "580.95.5")),
+		slice("c-2", v1alpha1.DRADriverGPU, "c", 1, gpu("NVIDIA A100-SXM4-80GB", "570.172.8"), gpu("NVIDIA A100-SXM4-80GB", "580.95.05")),
 		// Another driver's slice of a node, and slices not of one node.
 		slice("d-nic", "dra.net", "d", 1, gpu("NIC", "1.0.0")),
 		network, selected,
 		// A slice with no attributes the gate reads.
-		slice("e-1", DriverGPU, "e", 1, map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{}),
+		slice("e-1", v1alpha1.DRADriverGPU, "e", 1, map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{}),
 	}
-	got := Nodes(list, DriverGPU)
+	got := Nodes(list, v1alpha1.DRADriverGPU)
 	want := map[string]*Node{
 		"a": {Name: "a", Slices: []string{"a-1"}, Devices: 2, Products: []string{"NVIDIA H100 80GB HBM3"}, DriverVersions: []string{"580.95.5"}},
 		"b": {Name: "b", Slices: []string{"b-new"}, Devices: 1, Products: []string{"NVIDIA H100 80GB HBM3"}, DriverVersions: []string{"580.95.5"}},

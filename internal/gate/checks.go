@@ -32,7 +32,7 @@ type Observed struct {
 	NVIDIADrivers map[string]*unstructured.Unstructured
 	Nodes         []corev1.Node
 	// DRA is what the ResourceSlices of NVIDIA's GPU DRA driver
-	// (dra.DriverGPU) say of each node, by node name: empty on a cluster
+	// (v1alpha1.DRADriverGPU) say of each node, by node name: empty on a cluster
 	// that has none or does not serve resource.k8s.io/v1.
 	DRA     map[string]*dra.Node
 	Rollout *v1alpha1.DriverRollout

@@ -136,7 +136,7 @@ func TestEvaluate(t *testing.T) {
 			o.DRA = draNodes("h100-c", "570.172.8", "h100-c", "550.54.15")
 		}, "nodes/h100/driver", "h100-c: its ResourceSlices of gpu.nvidia.com (h100-c-gpu.nvidia.com-550.54.15, h100-c-gpu.nvidia.com-570.172.8) publish more than one driver: 550.54.15 and 570.172.8"},
 		{"another DRA driver's slices say nothing of the GPU driver", func(_ Expected, o *Observed) {
-			o.DRA = dra.Nodes([]resourcev1.ResourceSlice{draSlice("h100-a", "dra.net", "1.0.0")}, dra.DriverGPU)
+			o.DRA = dra.Nodes([]resourcev1.ResourceSlice{draSlice("h100-a", "dra.net", "1.0.0")}, v1alpha1.DRADriverGPU)
 		}, "", ""},
 		{"node with an XID", func(_ Expected, o *Observed) {
 			o.Nodes[2].Status.Conditions = append(o.Nodes[2].Status.Conditions, corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue})
@@ -199,8 +199,8 @@ func draSlice(node, driver, version string) resourcev1.ResourceSlice {
 	return resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver + "-" + version}, Spec: resourcev1.ResourceSliceSpec{
 		Driver: driver, NodeName: new(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			dra.AttributeProductName:   {StringValue: new("NVIDIA H100 80GB HBM3")},
-			dra.AttributeDriverVersion: {VersionValue: new(version)},
+			dra.AttributeProductName:           {StringValue: new("NVIDIA H100 80GB HBM3")},
+			v1alpha1.DRAAttributeDriverVersion: {VersionValue: new(version)},
 		}}},
 	}}
 }
@@ -209,9 +209,9 @@ func draSlice(node, driver, version string) resourcev1.ResourceSlice {
 func draNodes(nodeVersions ...string) map[string]*dra.Node {
 	var list []resourcev1.ResourceSlice
 	for i := 0; i < len(nodeVersions); i += 2 {
-		list = append(list, draSlice(nodeVersions[i], dra.DriverGPU, nodeVersions[i+1]))
+		list = append(list, draSlice(nodeVersions[i], v1alpha1.DRADriverGPU, nodeVersions[i+1]))
 	}
-	return dra.Nodes(list, dra.DriverGPU)
+	return dra.Nodes(list, v1alpha1.DRADriverGPU)
 }
 
 func TestVerdict(t *testing.T) {

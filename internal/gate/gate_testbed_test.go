@@ -128,7 +128,7 @@ func TestGateOnRealClusters(t *testing.T) {
 		}
 	}
 	t.Run("GPU DRA slices that agree with the nodes' labels pass", func(t *testing.T) {
-		for _, s := range [][3]string{{"h100-0", dra.DriverGPU, "570.172.8"}, {"h100-1", dra.DriverGPU, "570.172.8"}, {"h100-2", "dra.net", "1.0.0"}} {
+		for _, s := range [][3]string{{"h100-0", v1alpha1.DRADriverGPU, "570.172.8"}, {"h100-1", v1alpha1.DRADriverGPU, "570.172.8"}, {"h100-2", "dra.net", "1.0.0"}} {
 			createSlice(s[0], s[1], s[2])(t)
 			defer deleteSlice(s[0], s[1], s[2])(t)
 		}
@@ -192,7 +192,7 @@ func TestGateOnRealClusters(t *testing.T) {
 			setNode("h100-3", func(n *corev1.Node) { n.Labels["nvidia.com/cuda.driver-version.full"] = "570.172.08" }),
 			"nodes/h100/driver", "on another driver: h100-3=550.54.15"},
 		{"a node whose GPU DRA slices say another driver than its label",
-			createSlice("h100-3", dra.DriverGPU, "550.54.15"), deleteSlice("h100-3", dra.DriverGPU, "550.54.15"),
+			createSlice("h100-3", v1alpha1.DRADriverGPU, "550.54.15"), deleteSlice("h100-3", v1alpha1.DRADriverGPU, "550.54.15"),
 			"nodes/h100/driver", "h100-3: nvidia.com/cuda.driver-version.full says 570.172.08, its ResourceSlices of gpu.nvidia.com (h100-3-gpu.nvidia.com) say 550.54.15"},
 		// GFD's labels still say 570: the gate must see the label itself.
 		{"a node on the driver without its gpufleet.io/driver label",
@@ -303,9 +303,9 @@ func gpuSlice(node, driver, version string) *resourcev1.ResourceSlice {
 	return &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver}, Spec: resourcev1.ResourceSliceSpec{
 		Driver: driver, NodeName: new(node), Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 		Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			"type":                     {StringValue: new("gpu")},
-			dra.AttributeProductName:   {StringValue: new("NVIDIA H100 80GB HBM3")},
-			dra.AttributeDriverVersion: {VersionValue: new(version)},
+			"type":                             {StringValue: new("gpu")},
+			dra.AttributeProductName:           {StringValue: new("NVIDIA H100 80GB HBM3")},
+			v1alpha1.DRAAttributeDriverVersion: {VersionValue: new(version)},
 		}}},
 	}}
 }

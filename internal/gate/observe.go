@@ -110,7 +110,7 @@ func Observe(ctx context.Context, c client.Reader, e Expected) (Observed, error)
 	var slices resourcev1.ResourceSliceList
 	switch err := c.List(ctx, &slices); {
 	case err == nil:
-		o.DRA = dra.Nodes(slices.Items, dra.DriverGPU)
+		o.DRA = dra.Nodes(slices.Items, v1alpha1.DRADriverGPU)
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 	default:
 		return o, fmt.Errorf("%w ResourceSlices: %w", errUnreadable, err)
