@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,22 +54,10 @@ func draPool(t *testing.T, name string, n int, driver string) []string {
 // publish, each once.
 func sliceVersions(t testing.TB, node string) []string {
 	t.Helper()
-	var list resourcev1.ResourceSliceList
-	if err := suite.c.List(context.Background(), &list); err != nil {
-		t.Fatalf("list slices: %v", err)
+	out, err := nodesimtest.SliceVersions(context.Background(), suite.c, node)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out []string
-	for _, s := range list.Items {
-		if s.Spec.NodeName == nil || *s.Spec.NodeName != node || s.Spec.Driver != v1alpha1.DRADriverGPU {
-			continue
-		}
-		for _, d := range s.Spec.Devices {
-			if v := deviceDriverVersion(&d, s.Spec.Driver); v != "" && !slices.Contains(out, v) {
-				out = append(out, v)
-			}
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -141,84 +128,11 @@ func nicDriver(t *testing.T, node string) {
 			Devices: []resourcev1.Device{{Name: "nic-0"}}}})
 }
 
-// draSample is what the recorder saw of a node at one instant.
-type draSample struct {
-	phase, driverLabel, pluginLabel string
-	claimsHeld                      []string
-	pluginRunning, pluginReady      bool
-	slices                          []string
-}
-
-// draRecorder samples a node's DRA state every 50ms until stopped.
-type draRecorder struct {
-	mu      sync.Mutex
-	samples []draSample
-	stopC   chan struct{}
-	done    chan struct{}
-}
-
-func recordDRA(t *testing.T, node string) *draRecorder {
-	r := &draRecorder{stopC: make(chan struct{}), done: make(chan struct{})}
-	ctx := context.Background()
-	sample := func() {
-		var s draSample
-		n := &corev1.Node{}
-		var claims resourcev1.ResourceClaimList
-		var pods corev1.PodList
-		if suite.c.Get(ctx, client.ObjectKey{Name: node}, n) == nil &&
-			suite.c.List(ctx, &claims) == nil &&
-			suite.c.List(ctx, &pods, client.InNamespace(nodesimtest.DRANamespace)) == nil {
-			s.phase, s.driverLabel, s.pluginLabel = n.Labels[v1alpha1.LabelPhase], n.Labels[v1alpha1.LabelDriver], n.Labels[v1alpha1.LabelDRAPlugin]
-			for _, c := range claims.Items {
-				if claimNode(&c, nil) == node && len(c.Status.ReservedFor) > 0 && planner.GPUDevices(&c, v1alpha1.DefaultDRADrivers) > 0 {
-					s.claimsHeld = append(s.claimsHeld, c.Namespace+"/"+c.Name)
-				}
-			}
-			for _, p := range pods.Items {
-				if p.Spec.NodeName == node {
-					s.pluginRunning = true
-					s.pluginReady = s.pluginReady || p.DeletionTimestamp == nil && podReady(&p)
-				}
-			}
-			s.slices = sliceVersions(t, node)
-			r.mu.Lock()
-			r.samples = append(r.samples, s)
-			r.mu.Unlock()
-		}
-	}
-	go func() {
-		defer close(r.done)
-		for {
-			sample()
-			select {
-			case <-r.stopC:
-				// One more, begun after stop: under load a sample takes
-				// a while, and the one in flight when the caller saw the
-				// rollout end may predate the state it ended in.
-				sample()
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(r.stop)
+// recordDRA records node's DRA state every 50ms until the test ends.
+func recordDRA(t *testing.T, node string) *nodesimtest.DRARecorder {
+	r := nodesimtest.RecordDRA(suite.c, 50*time.Millisecond, node)
+	t.Cleanup(r.Stop)
 	return r
-}
-
-func (r *draRecorder) stop() {
-	select {
-	case <-r.stopC:
-	default:
-		close(r.stopC)
-	}
-	<-r.done
-}
-
-// first is the index of the first sample where cond holds; -1 for none.
-func (r *draRecorder) first(cond func(draSample) bool) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.IndexFunc(r.samples, cond)
 }
 
 // TestDRASwapOrder: on a DRA node the pod holding a GPU claim (made from a
@@ -254,31 +168,10 @@ func TestDRASwapOrder(t *testing.T) {
 	ro.Spec.Canary.Count = new(int32(0))
 	create(t, ro)
 	waitPhase(t, ns, v1alpha1.PhaseCompleted, 90*time.Second)
-	rec.stop()
+	rec.Stop()
 	assertDone(t, nodes, newDriver)
-
-	// The recorder's view, in order.
-	moved := rec.first(func(s draSample) bool { return s.driverLabel == newDriver })
-	paused := rec.first(func(s draSample) bool { return s.pluginLabel == v1alpha1.DRAPluginPaused })
-	done := rec.first(func(s draSample) bool { return s.phase == string(v1alpha1.NodeDone) })
-	if moved < 0 || paused < 0 || done < 0 {
-		t.Fatalf("the recorder saw the label move at %d, the plugin paused at %d, Done at %d", moved, paused, done)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if s := rec.samples[paused]; len(s.claimsHeld) > 0 {
-		t.Errorf("the plugin was stopped while claims %v were held", s.claimsHeld)
-	}
-	for i, s := range rec.samples[:moved+1] {
-		if s.driverLabel == newDriver && (s.pluginRunning || len(s.claimsHeld) > 0) {
-			t.Errorf("sample %d: the driver label moved with the plugin running %t, claims held %v", i, s.pluginRunning, s.claimsHeld)
-		}
-	}
-	if paused > moved {
-		t.Errorf("the plugin was paused (sample %d) after the driver label moved (sample %d)", paused, moved)
-	}
-	if s := rec.samples[done]; !s.pluginReady || !slices.Equal(s.slices, []string{planner.SemverForm(newDriver)}) || s.pluginLabel != "" {
-		t.Errorf("at Done: plugin Ready %t, slices %v, plugin label %q; want Ready, [%s], none", s.pluginReady, s.slices, s.pluginLabel, planner.SemverForm(newDriver))
+	for _, p := range nodesimtest.SwapOrderProblems(rec.Samples(node), newDriver) {
+		t.Error(p)
 	}
 
 	// The GPU pod was evicted and its claim went with it; the others stay.
@@ -337,11 +230,14 @@ func TestDRAClaimNeverReleases(t *testing.T) {
 		t.Errorf("the node failed %s after the rollout began, long past its drain timeout of 5s", took)
 	}
 	waitPhase(t, ns, v1alpha1.PhaseStalled, 30*time.Second)
-	rec.stop()
-	if i := rec.first(func(s draSample) bool { return s.driverLabel == newDriver }); i >= 0 {
+	rec.Stop()
+	samples := rec.Samples(node)
+	if i := slices.IndexFunc(samples, func(s nodesimtest.DRASample) bool { return s.DriverLabel == newDriver }); i >= 0 {
 		t.Errorf("the driver label moved (sample %d) under a claim still allocated", i)
 	}
-	if i := rec.first(func(s draSample) bool { return s.pluginLabel == v1alpha1.DRAPluginPaused || !s.pluginRunning }); i >= 0 {
+	if i := slices.IndexFunc(samples, func(s nodesimtest.DRASample) bool {
+		return s.PluginLabel == v1alpha1.DRAPluginPaused || !s.PluginRunning
+	}); i >= 0 {
 		t.Errorf("the plugin was stopped (sample %d) while a claim needed it", i)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -27,6 +28,7 @@ import (
 	"github.com/gpufleet/gpufleet/internal/controller"
 	"github.com/gpufleet/gpufleet/internal/fleet"
 	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
+	"github.com/gpufleet/gpufleet/internal/testworld/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
 )
 
@@ -60,7 +62,9 @@ type Options struct {
 	// ChartVersion is the GPU Operator chart the story needs in
 	// ../shared/operators: the version of the real operator the testbed runs.
 	ChartVersion string
-	// Pool is each cluster's pool of simulated GPU nodes.
+	// Pool is each cluster's pool of simulated GPU nodes. With Pool.DRA,
+	// each cluster also runs NVIDIA's DRA driver as nodesimtest.DRADriver
+	// installs it.
 	Pool nodesim.Pool
 	// BadDrivers are driver versions whose install never succeeds on the
 	// simulated nodes.
@@ -278,13 +282,27 @@ func Start(ctx context.Context, o Options) (w *World, err error) {
 // installs); and the lifecycle controller.
 func (w *World) startCluster(ctx context.Context, name string, o Options, report func(error)) error {
 	c := w.Testbed.Cluster(name)
+	// The node agent publishes a DRA pool's ResourceSlices through a
+	// clientset, as a kubelet plugin does.
+	kube, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("node agent: %w", err)
+	}
 	sim := nodesim.New(c.Client, nodesim.Options{BadDrivers: o.BadDrivers, InstallTime: time.Second,
-		BadOFED: o.BadOFED, OFEDInstallTime: time.Second})
+		BadOFED: o.BadOFED, OFEDInstallTime: time.Second, Kube: kube})
 	if _, err := sim.AddPool(ctx, o.Pool); err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
 	w.Sims[name] = sim
 	w.Go(func(ctx context.Context) { _ = sim.Run(ctx) })
+	if o.Pool.DRA {
+		// NVIDIA's DRA driver as its chart installs it: the device
+		// classes, and the kubelet plugin's DaemonSet, whose pods the node
+		// agent plays.
+		if err := nodesimtest.DRADriver(ctx, c.Client); err != nil {
+			return fmt.Errorf("DRA driver: %w", err)
+		}
+	}
 	if o.NetworkOperator != "" {
 		crd := filepath.Join(w.Operators, "network-operator", o.NetworkOperator, "deployment", "network-operator", "crds", "mellanox.com_nicclusterpolicies.yaml")
 		if _, err := c.StartNetworkOperator(ctx, testbed.NetworkOperatorOptions{CRDPaths: []string{crd}, Requeue: time.Second}); err != nil {

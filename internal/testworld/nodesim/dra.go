@@ -216,6 +216,18 @@ func (s *Sim) setPublisher(node string, p *draPublisher) {
 	s.publishers[node] = p
 }
 
+// stopPublishers stops every node's publisher: their watches would
+// otherwise outlive the node agent and keep the API server from stopping.
+func (s *Sim) stopPublishers() {
+	s.mu.Lock()
+	pubs := s.publishers
+	s.publishers = map[string]*draPublisher{}
+	s.mu.Unlock()
+	for _, p := range pubs {
+		p.stop()
+	}
+}
+
 // draPods lists the DRA plugin pods (by DRAPluginSelector) and the pods
 // holding claims, by node.
 func (s *Sim) draPods(ctx context.Context) (plugins, claimed map[string][]*corev1.Pod, err error) {

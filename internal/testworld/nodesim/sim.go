@@ -174,12 +174,14 @@ func (s *Sim) isNotReady(node string) bool {
 	return s.notReady[node]
 }
 
-// Run simulates until ctx ends, one Sync every Resync. Errors of a pass are
-// logged and retried on the next pass: they are mostly conflicts with
-// whoever else writes the same nodes and pods.
+// Run simulates until ctx ends, one Sync every Resync, then stops the DRA
+// plugins' publishers. Errors of a pass are logged and retried on the next
+// pass: they are mostly conflicts with whoever else writes the same nodes
+// and pods.
 func (s *Sim) Run(ctx context.Context) error {
 	tick := s.opts.Clock.NewTicker(s.opts.Resync)
 	defer tick.Stop()
+	defer s.stopPublishers()
 	for {
 		if err := s.Sync(ctx); err != nil && ctx.Err() == nil {
 			s.opts.Logf("nodesim: %v (retrying)", err)
