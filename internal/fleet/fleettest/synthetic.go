@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // The example's releases that a synthetic fleet is stable on and rolls out.
@@ -158,18 +160,13 @@ func sections(src string) []section {
 
 // moduleRoot is the folder holding go.mod, above the test's folder.
 func moduleRoot(tb testing.TB) string {
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the test's folder")
-		}
-		dir = parent
+	dir, err := sharedtest.ModuleRoot(wd)
+	if err != nil {
+		tb.Fatal(err)
 	}
+	return dir
 }

@@ -1,12 +1,12 @@
 package sopstest
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // envTestbin is the variable that points at the testbed's folder (the
@@ -62,7 +62,7 @@ func find() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		root, err := moduleRoot(wd)
+		root, err := sharedtest.ModuleRoot(wd)
 		if err != nil {
 			return "", fmt.Errorf("%w (set %s or run `make testbin`)", err, envTestbin)
 		}
@@ -77,20 +77,4 @@ func find() (string, error) {
 		return "", fmt.Errorf("no sops program at %s: run `make testbin` to build it (about two minutes the first time, seconds later)", p)
 	}
 	return p, nil
-}
-
-// moduleRoot walks up from dir to the first folder that holds a go.mod.
-func moduleRoot(dir string) (string, error) {
-	for d := dir; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-		d = parent
-	}
 }

@@ -1,31 +1,45 @@
-// Package sharedtest finds the shared test data that lies beside the
-// repository (../shared: the real operator charts and CRDs). Tests that
-// need it skip, saying why, where it is absent.
+// Package sharedtest finds the repository's root (ModuleRoot) and the
+// shared test data that lies beside it (../shared: the real operator charts
+// and CRDs). Tests that need the data skip, saying why, where it is absent.
 package sharedtest
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
+// ModuleRoot walks up from dir to the first folder that holds a go.mod:
+// the repository's root, for a test run anywhere in it.
+func ModuleRoot(dir string) (string, error) {
+	for d := dir; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		d = parent
+	}
+}
+
 // Operators returns ../shared/operators relative to the directory holding
 // go.mod, or skips t when it is not there.
 func Operators(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("go.mod not found above the test's directory")
-		}
-		dir = parent
+	dir, err := ModuleRoot(wd)
+	if err != nil {
+		t.Skip(err)
 	}
 	ops := filepath.Join(dir, "..", "shared", "operators")
 	if _, err := os.Stat(ops); err != nil {

@@ -3,10 +3,11 @@ package testbed
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpufleet/gpufleet/internal/testworld/sharedtest"
 )
 
 // EnvTestbin names the environment variable that points at the folder of
@@ -42,7 +43,7 @@ func FindBinaries() (Binaries, error) {
 		if err != nil {
 			return Binaries{}, fmt.Errorf("find testbed programs: %w", err)
 		}
-		root, err := moduleRoot(wd)
+		root, err := sharedtest.ModuleRoot(wd)
 		if err != nil {
 			return Binaries{}, fmt.Errorf("find testbed programs: %w (set %s or run `make testbin`)", err, EnvTestbin)
 		}
@@ -89,20 +90,4 @@ func (b Binaries) check(names ...string) error {
 	return fmt.Errorf("%w: %s not found in %s: run `make testbin` to build them "+
 		"(the first build takes about 30 minutes, later ones seconds)",
 		ErrMissingBinaries, strings.Join(missing, ", "), b.Dir)
-}
-
-// moduleRoot walks up from dir to the first folder that holds a go.mod.
-func moduleRoot(dir string) (string, error) {
-	for d := dir; ; {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-		d = parent
-	}
 }

@@ -40,18 +40,3 @@ func TestFindBinariesFromEnv(t *testing.T) {
 		t.Errorf("CheckFlux() error = %v, want ErrMissingBinaries", err)
 	}
 }
-
-func TestModuleRoot(t *testing.T) {
-	root := t.TempDir()
-	deep := filepath.Join(root, "a", "b")
-	if err := os.MkdirAll(deep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := moduleRoot(deep)
-	if err != nil || got != root {
-		t.Fatalf("moduleRoot(%q) = %q, %v; want %q", deep, got, err, root)
-	}
-}
