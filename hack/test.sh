@@ -1,20 +1,15 @@
 #!/usr/bin/env bash
-# test.sh is `make test`: every check and test CI runs, arranged around the
+# test.sh is `make test`: every check and test CI runs, arranged so that the
 # testbed's build (hack/testbin.sh: the longest part on a cold machine, and
-# CPU-bound), the critical path of a cold run:
+# CPU-bound) overlaps with the work that does not need it.
 #
 #   1. the testbed's programs start building in the background;
-#   2. beside it, at a lower CPU priority (nice, GPUFLEET_TEST_NICE,
-#      default 10): lint, the generated files' check, and the tests of the
+#   2. meanwhile: lint, the generated files' check, and the tests of the
 #      packages that need no testbed program (pure code: the planner, the
-#      simulator, render's and the fleet file's own tests...). They take
-#      the CPU the build leaves (its links, its downloads) and do not slow
-#      it down;
+#      simulator, render's and the fleet file's own tests...);
 #   3. once the testbed is there, the packages that run it, several at once
-#      (GPUFLEET_TEST_JOBS, default 4), at normal priority, whether or not
-#      step 2 is over: their tests mostly wait on the programs they drive,
-#      so two cores keep more than two of them busy, and step 2 takes the
-#      rest.
+#      (GPUFLEET_TEST_JOBS, default 4): their tests mostly wait on the
+#      programs they drive, so two cores keep more than two of them busy.
 #
 # A package needs the testbed when its tests import internal/testworld/testbed (or
 # sopstest, for the sops it builds), directly or not: `go list` says so,
@@ -27,7 +22,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go_bin=${GO:-go}
 make_bin=${MAKE:-make}
 jobs=${GPUFLEET_TEST_JOBS:-4}
-niceness=${GPUFLEET_TEST_NICE:-10}
 module=github.com/gpufleet/gpufleet
 mkdir -p bin
 
@@ -37,9 +31,8 @@ stamp() { printf '%s test: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 stamp "building the testbed in the background (log: bin/testbin.log)"
 bash hack/testbin.sh bin/testbin >bin/testbin.log 2>&1 &
 testbin_pid=$!
-side_pid=
-# A failure below must not leave a background job running.
-trap 'kill "$testbin_pid" $side_pid 2>/dev/null || true' EXIT
+# A failure below must not leave the build running.
+trap 'kill "$testbin_pid" 2>/dev/null || true' EXIT
 
 phase() { # NAME COMMAND...: run, and record how long it took
 	local name=$1 start=$SECONDS
@@ -78,23 +71,13 @@ need=$("$go_bin" list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}} {{.}}
 all=$("$go_bin" list ./...)
 unit=$(comm -23 <(printf '%s\n' "$all" | sort) <(printf '%s\n' "$need"))
 
-# Step 2, in the background at a lower priority; its output goes to its
-# logs, printed when it ends.
-lint_log=bin/test-lint.log
+phase "lint and generated files" "$make_bin" --no-print-directory lint verify-generate
 unit_log=bin/test-unit.log
-side() {
-	phase "lint and generated files" "$make_bin" --no-print-directory lint verify-generate >"$lint_log" 2>&1 ||
-		{ echo "lint failed" >>"$lint_log"; return 1; }
-	phase "tests without the testbed ($(wc -w <<<"$unit") packages)" \
-		"$go_bin" test -count=1 -timeout 30m $unit >"$unit_log" 2>&1 ||
-		{ echo "unit failed" >>"$unit_log"; return 1; }
-	printf '%s\n' "${times[@]}" >bin/test-side.times
-}
-stamp "lint and the tests without the testbed, beside it at nice $niceness (logs: $lint_log, $unit_log)"
-: >"$unit_log"
-rm -f bin/test-side.times
-(renice -n "$niceness" -p "$BASHPID" >/dev/null 2>&1 || true; side) &
-side_pid=$!
+if ! phase "tests without the testbed ($(wc -w <<<"$unit") packages)" \
+	run_logged "$unit_log" "$go_bin" test -count=1 -timeout 30m $unit; then
+	failures "$unit_log"
+	exit 1
+fi
 
 start=$SECONDS
 stamp "waiting for the testbed"
@@ -117,24 +100,6 @@ if ! phase "tests with the testbed ($(wc -w <<<"$need") packages, $jobs at once)
 	failures "$testbed_log"
 	exit 1
 fi
-
-stamp "waiting for lint and the tests without the testbed"
-side_rc=0
-wait "$side_pid" || side_rc=$?
-side_pid=
-if [[ -f bin/test-side.times ]]; then
-	mapfile -t -O "${#times[@]}" times <bin/test-side.times
-fi
-if [[ $side_rc != 0 ]]; then
-	if grep -q '^lint failed$' "$lint_log"; then
-		cat "$lint_log"
-		echo "test: lint or the generated files' check failed (above)" >&2
-	else
-		failures "$unit_log"
-	fi
-	exit 1
-fi
-tail -n 3 "$lint_log"
 
 trap - EXIT
 stamp "done in $((SECONDS - began))s"
