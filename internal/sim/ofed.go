@@ -330,20 +330,16 @@ func (w *World) driverCanBeReady(i int) bool {
 }
 
 // ofedJoin gives a node that joins an OFED pod of the policy's version
-// (the DaemonSet's), and ofedLeave, called before the node's labels go,
-// takes it away with the node.
+// (the DaemonSet's).
 func (w *World) ofedJoin(i int) {
 	if w.ofedGone(i) {
 		w.ofedLook(i)
 	}
 }
 
-func (w *World) ofedLeave(i int) {
-	w.ofedGone(i)
-}
-
-// ofedGone drops node i's OFED pod (and what was under way for it); false
-// in a world without the Network Operator.
+// ofedGone drops node i's OFED pod (and what was under way for it), as a
+// node that leaves takes it with it; false in a world without the Network
+// Operator.
 func (w *World) ofedGone(i int) bool {
 	if w.net == nil {
 		return false

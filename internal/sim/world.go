@@ -415,7 +415,7 @@ func (w *World) Leave(name string) {
 	}
 	n := &w.nodes[i]
 	w.evictAll(i, false) // its pods go with it, not the rollout's doing
-	w.ofedLeave(i)
+	w.ofedGone(i)
 	w.gen[i]++
 	n.Labels = map[string]string{}
 	n.Owner, n.Phase, n.Since, n.Failed, n.AdminCordoned = "", "", time.Time{}, false, false

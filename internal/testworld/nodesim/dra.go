@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/dra"
 	"github.com/gpufleet/gpufleet/internal/planner"
 )
 
@@ -152,7 +153,7 @@ func devices(driver string, p Pool, version string) []resourcev1.Device {
 	for i := range out {
 		out[i] = resourcev1.Device{Name: "gpu-" + strconv.Itoa(i), Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
 			v1alpha1.DRAAttributeDriverVersion: {VersionValue: new(planner.SemverForm(version))},
-			"productName":                      {StringValue: new(p.Product)},
+			dra.AttributeProductName:           {StringValue: new(p.Product)},
 			"type":                             {StringValue: new("gpu")},
 		}}
 	}
