@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
+	"github.com/gpufleet/gpufleet/internal/planner"
 	"github.com/gpufleet/gpufleet/internal/testworld/nodesim"
 	"github.com/gpufleet/gpufleet/internal/testworld/nodesim/nodesimtest"
 	"github.com/gpufleet/gpufleet/internal/testworld/testbed"
@@ -106,9 +107,11 @@ func (cc *chaosCluster) update(t *testing.T, obj client.Object, edit func()) {
 // TestControllerChaos kills the controller, a separate process under its
 // own RBAC and the admission policy, with SIGKILL at seeded random moments
 // during a 24-node rollout over two pools (two nodes cordoned by an admin,
-// one under remediation, an XID during one soak), and restarts the
-// kube-apiserver once, while a watcher samples every node every 150 ms and
-// watches every phase change: never more unavailable than allowed, no node
+// one under remediation, two NotReady until every other node is through,
+// an XID during one soak), and restarts the kube-apiserver once, while a
+// watcher samples every node every 150 ms and watches every phase change: no start with more unavailable than allowed
+// (nodes the world takes out, NotReady after the API server's restart,
+// may exceed it; the controller must then start nothing), no node
 // drained twice, nothing past the canary before the approval, never past
 // the failure budget, an admin's cordon never lifted, no phase outside the
 // state graph. It then deletes the rollout, which must leave the admins'
@@ -144,11 +147,18 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 		t.Fatal(err)
 	}
 	slices.Sort(nodes)
-	// Two nodes cordoned by an admin and one under remediation, chosen by
-	// the seed among the nodes after the first (the canary).
+	// Two nodes cordoned by an admin, one under remediation and two whose
+	// kubelets stop, chosen by the seed among the nodes after the first
+	// (the canary).
 	picks := rng.Perm(len(nodes) - 1)
 	admins := []string{nodes[1+picks[0]], nodes[1+picks[1]]}
 	remediated := nodes[1+picks[2]]
+	lost := []string{nodes[1+picks[3]], nodes[1+picks[4]]}
+	for _, name := range lost {
+		if err := cc.sim.SetNotReady(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, name := range admins {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		cc.update(t, n, func() { n.Spec.Unschedulable = true })
@@ -168,14 +178,22 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 			MaxUnavailable: new(intstr.FromInt32(7)),
 			FailureBudget:  1,
 			Soak:           metav1.Duration{Duration: 2 * time.Second},
+			// Timeouts well past the API server's restart on a busy
+			// machine (it has taken 20s): nodes in flight across it must
+			// not all fail for want of it.
 			Timeouts: v1alpha1.StepTimeouts{
-				Drain: metav1.Duration{Duration: 30 * time.Second}, Install: metav1.Duration{Duration: 30 * time.Second},
-				Validate: metav1.Duration{Duration: 20 * time.Second},
+				Drain: metav1.Duration{Duration: 90 * time.Second}, Install: metav1.Duration{Duration: 90 * time.Second},
+				Validate: metav1.Duration{Duration: 90 * time.Second},
 			},
 			Health:       v1alpha1.HealthSources{EventReasons: []string{nodesim.ReasonXID}},
 			OutOfService: []metav1.LabelSelector{{MatchLabels: map[string]string{"gpufleet.io/remediation": "true"}}},
 		},
 	}
+	// The stopped kubelets' nodes are NotReady before the rollout starts
+	// (the node lifecycle controller's grace) and stay so until every
+	// other node is through: they count against maxUnavailable at every
+	// start of the chaos.
+	cc.waitReady(t, lost, false)
 	w, err := newInvariantWatch(cc.c, ro, admins)
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +255,7 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 	cc.unremediate(t, remediated)
 	deadline := time.Now().Add(3 * time.Minute)
 	var got *v1alpha1.DriverRollout
+	back := false
 	for {
 		if !ctrl.running() {
 			exits++
@@ -246,9 +265,25 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 		}
 		cc.steer(t, w, ro.Name)
 		got = &v1alpha1.DriverRollout{}
-		if err := cc.c.Get(ctx, client.ObjectKey{Name: ro.Name}, got); err == nil &&
-			(got.Status.Phase == v1alpha1.PhaseCompleted || got.Status.Phase == v1alpha1.PhaseCompletedWithFailures) {
+		err := cc.c.Get(ctx, client.ObjectKey{Name: ro.Name}, got)
+		if err == nil && (got.Status.Phase == v1alpha1.PhaseCompleted || got.Status.Phase == v1alpha1.PhaseCompletedWithFailures) {
 			break
+		}
+		if c := got.Status.Nodes; err == nil && !back && int(c.Pending) <= len(lost) &&
+			c.Draining+c.Installing+c.Validating+c.Soaking+c.RollingBack == 0 {
+			// Every other node is through: the kubelets come back.
+			back = true
+			w.mu.Lock()
+			held := w.notReadyAtStart
+			w.mu.Unlock()
+			if held < len(lost) {
+				fail("the stopped kubelets' nodes were counted at no start (at most %d of %d): maxUnavailable against the world went unchecked", held, len(lost))
+			}
+			for _, name := range lost {
+				if err := cc.sim.SetReady(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		if time.Now().After(deadline) {
 			fail("rollout not finished: phase %s, nodes %+v\n%s", got.Status.Phase, got.Status.Nodes, ctrl.tail(30))
@@ -279,8 +314,8 @@ func runChaos(t *testing.T, bin string, seed uint64, kills int) {
 		fail("%d violations, first: %s", len(v), v[0])
 	}
 	w.mu.Lock()
-	t.Logf("seed %d: %s, %d kills, %d self-exits, %d samples, longest gap between samples %s and %d over 250ms (the API server's restart and warm-up excluded), at most %d unavailable of maxUnavailable %d, in %s",
-		seed, got.Status.Phase, killed, exits, w.samples, w.maxGap.Round(time.Millisecond), w.slow, w.maxOut, w.maxU, time.Since(start).Round(time.Second))
+	t.Logf("seed %d: %s, %d kills, %d self-exits, %d samples, longest gap between samples %s and %d over 250ms (the API server's restart and warm-up excluded), at most %d unavailable at a start (%d of them NotReady) and %d at any time, maxUnavailable %d, in %s",
+		seed, got.Status.Phase, killed, exits, w.samples, w.maxGap.Round(time.Millisecond), w.slow, w.startOut, w.notReadyAtStart, w.maxOut, w.maxU, time.Since(start).Round(time.Second))
 	w.mu.Unlock()
 }
 
@@ -313,6 +348,24 @@ func (cc *chaosCluster) steer(t *testing.T, w *invariantWatch, name string) {
 	if err := cc.sim.RaiseXID(ctx, list.Items[0].Name, 79); err == nil {
 		cc.xidRaised = true
 		cc.xidNode = list.Items[0].Name
+	}
+}
+
+// waitReady waits until every one of nodes is Ready (ready) or not.
+func (cc *chaosCluster) waitReady(t *testing.T, nodes []string, ready bool) {
+	t.Helper()
+	deadline := time.Now().Add(testbed.NodeMonitorGracePeriod + 30*time.Second)
+	for _, name := range nodes {
+		for {
+			n := &corev1.Node{}
+			if err := cc.c.Get(t.Context(), client.ObjectKey{Name: name}, n); err == nil && planner.NodeReady(n) == ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s not ready=%t after %s", name, ready, testbed.NodeMonitorGracePeriod+30*time.Second)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpufleet/gpufleet/api/v1alpha1"
@@ -54,8 +56,21 @@ func reachable(from, to v1alpha1.NodePhase) bool {
 // invariantWatch checks a rollout's safety rules from outside, the way an
 // operator would see the cluster: it samples every node (and the rollout)
 // every period with a List, and it watches the nodes, so that every phase
-// a node records is seen even when it lasts a millisecond. It fails on the
-// first sample that breaks a rule; Violations lists what broke.
+// a node records is seen even when it lasts a millisecond. Violations
+// lists what broke.
+//
+// maxUnavailable binds the controller, not the world: nodes may go
+// NotReady together (the node lifecycle controller marks them when their
+// kubelets could not renew their leases while the API server was away),
+// and then more than maxUnavailable are out through no start of the
+// rollout's. So the rule is checked where the controller acts, at each
+// start, on the watch's ordered view of every node: a node entering
+// Draining while more than maxUnavailable (itself included) are out is a
+// violation. A node that went out less than [outGrace] before the start
+// is not counted: the controller decided on a cache that could not yet
+// hold it. The failure budget is the same: nodes in flight may fail
+// together past it (an API server away longer than their timeouts), but
+// no node may start once it is spent.
 type invariantWatch struct {
 	c       client.WithWatch
 	rollout string
@@ -63,6 +78,7 @@ type invariantWatch struct {
 	oos     labels.Selector
 	maxU    int
 	budget  int
+	slots   int      // parallelNodes
 	admins  []string // nodes an admin cordoned before the rollout
 
 	mu         sync.Mutex
@@ -74,9 +90,13 @@ type invariantWatch struct {
 	samples    int
 	maxGap     time.Duration
 	slow       int // gaps between samples over 250 ms
-	maxOut     int
-	pause      bool      // the API server is down on purpose: gaps do not count
-	resumeAt   time.Time // nor while it warms up after its restart
+	maxOut     int // the most selected nodes seen out at once, for any reason
+	startOut   int // the most out at a start, the started node included
+	// notReadyAtStart is the most NotReady nodes not in flight counted
+	// at a start.
+	notReadyAtStart int
+	pause           bool      // the API server is down on purpose: gaps do not count
+	resumeAt        time.Time // nor while it warms up after its restart
 
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -96,6 +116,7 @@ func newInvariantWatch(c client.WithWatch, ro *v1alpha1.DriverRollout, admins []
 	return &invariantWatch{
 		c: c, rollout: ro.Name, sel: sel, oos: oos,
 		maxU: planner.MaxUnavailable(ro.Spec.MaxUnavailable, 0), budget: int(ro.Spec.FailureBudget),
+		slots:  int(max(ro.Spec.ParallelNodes, 1)),
 		admins: admins, phases: map[string][]v1alpha1.NodePhase{}, drains: map[string]int{},
 	}, nil
 }
@@ -189,7 +210,7 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 	if ro != nil && len(ro.Status.Canary.Nodes) > 0 {
 		w.canary = ro.Status.Canary.Nodes
 	}
-	out, failed := 0, 0
+	out, flying, failed := 0, 0, 0
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		set := labels.Set(n.Labels)
@@ -203,8 +224,11 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 		if phase != "" && nodeEdges[phase] == nil && phase != v1alpha1.NodeRolledBack && phase != v1alpha1.NodeQuarantined {
 			w.fail("node %s in phase %q, outside the state graph", n.Name, phase)
 		}
-		if phase.InFlight() || phase == v1alpha1.NodeQuarantined || n.Spec.Unschedulable || !planner.NodeReady(n) || w.oos.Matches(set) {
+		if w.out(n) {
 			out++
+		}
+		if phase.InFlight() {
+			flying++
 		}
 		if n.Annotations[v1alpha1.AnnotationFailed] == "true" {
 			failed++
@@ -222,20 +246,44 @@ func (w *invariantWatch) sample(ctx context.Context) bool {
 		}
 	}
 	w.maxOut = max(w.maxOut, out)
-	if out > w.maxU {
-		w.fail("%d selected nodes unavailable, maxUnavailable %d", out, w.maxU)
+	if flying > w.slots {
+		w.fail("%d selected nodes in flight, parallelNodes %d", flying, w.slots)
 	}
-	if failed > w.budget {
-		w.fail("%d nodes failed, failure budget %d", failed, w.budget)
+	// Nothing starts past the budget, so only the nodes in flight when
+	// it was spent can fail beyond it.
+	if failed > w.budget+w.slots {
+		w.fail("%d nodes failed: more than the failure budget %d plus parallelNodes %d", failed, w.budget, w.slots)
 	}
 	return true
 }
 
+// out reports whether a selected node counts against maxUnavailable, for
+// any reason: the planner's own rule, read from outside.
+func (w *invariantWatch) out(n *corev1.Node) bool {
+	phase := v1alpha1.NodePhase(n.Labels[v1alpha1.LabelPhase])
+	return phase.InFlight() || phase == v1alpha1.NodeQuarantined || n.Spec.Unschedulable || !planner.NodeReady(n) || w.oos.Matches(labels.Set(n.Labels))
+}
+
+// outGrace is how long before a start a node may have gone out unseen by
+// the controller: its informer's lag, generously.
+const outGrace = time.Second
+
+// watched is the watch's last view of a selected node.
+type watched struct {
+	phase    v1alpha1.NodePhase
+	out      bool
+	ready    bool
+	failed   bool
+	outSince time.Time // when the watch saw it go out
+}
+
 // watch records every phase change of every node, re-watching from the
-// last version it saw when the stream breaks (an API server restart).
+// last version it saw when the stream breaks (an API server restart), or
+// from a fresh list when that version is gone. At each start it checks
+// maxUnavailable on its view of every node.
 func (w *invariantWatch) watch(ctx context.Context) {
 	rv := ""
-	last := map[string]v1alpha1.NodePhase{}
+	view := map[string]*watched{}
 	for ctx.Err() == nil {
 		opts := &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}}
 		wi, err := w.c.Watch(ctx, &corev1.NodeList{}, opts)
@@ -244,21 +292,42 @@ func (w *invariantWatch) watch(ctx context.Context) {
 			continue
 		}
 		for ev := range wi.ResultChan() {
+			if ev.Type == watch.Error {
+				rv = "" // the version is too old: list again
+				continue
+			}
 			n, ok := ev.Object.(*corev1.Node)
 			if !ok {
 				continue
 			}
 			rv = n.ResourceVersion
-			if !w.sel.Matches(labels.Set(n.Labels)) {
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			if ev.Type == watch.Deleted || !w.sel.Matches(labels.Set(n.Labels)) {
+				delete(view, n.Name)
 				continue
 			}
 			phase := v1alpha1.NodePhase(n.Labels[v1alpha1.LabelPhase])
-			prev, seen := last[n.Name]
+			v, seen := view[n.Name]
+			if !seen {
+				v = &watched{}
+				view[n.Name] = v
+			}
+			prev := v.phase
+			v.failed = n.Annotations[v1alpha1.AnnotationFailed] == "true"
+			v.ready = planner.NodeReady(n)
+			if out := w.out(n); out != v.out {
+				v.out, v.outSince = out, time.Now()
+			}
 			if seen && prev == phase {
 				continue
 			}
-			last[n.Name] = phase
+			v.phase = phase
 			w.mu.Lock()
+			if seen && phase == v1alpha1.NodeDraining && !prev.InFlight() {
+				w.checkStart(n.Name, view)
+			}
 			w.phases[n.Name] = append(w.phases[n.Name], phase)
 			if phase == v1alpha1.NodeDraining {
 				w.drains[n.Name]++
@@ -272,5 +341,41 @@ func (w *invariantWatch) watch(ctx context.Context) {
 			w.mu.Unlock()
 		}
 		wi.Stop()
+	}
+}
+
+// checkStart checks maxUnavailable and the failure budget at the start
+// of node name; w.mu is held.
+func (w *invariantWatch) checkStart(name string, view map[string]*watched) {
+	out, failed, notReady, late := 0, 0, 0, []string{}
+	for other, v := range view {
+		if v.failed {
+			failed++
+		}
+		switch {
+		case !v.out:
+		case other == name || v.phase.InFlight() || time.Since(v.outSince) > outGrace:
+			out++
+			if !v.ready && !v.phase.InFlight() {
+				notReady++
+			}
+		default:
+			late = append(late, other)
+		}
+	}
+	w.startOut = max(w.startOut, out)
+	w.notReadyAtStart = max(w.notReadyAtStart, notReady)
+	if failed > w.budget {
+		w.fail("started %s with %d nodes failed, failure budget %d", name, failed, w.budget)
+	}
+	if out > w.maxU {
+		var why []string
+		for other, v := range view {
+			if v.out && !slices.Contains(late, other) {
+				why = append(why, fmt.Sprintf("%s(%s, out %s)", other, cmp.Or(string(v.phase), "-"), time.Since(v.outSince).Round(time.Millisecond)))
+			}
+		}
+		slices.Sort(why)
+		w.fail("started %s with %d selected nodes unavailable, maxUnavailable %d: %v", name, out, w.maxU, why)
 	}
 }
