@@ -4,6 +4,9 @@ BIN       := bin
 TESTBIN   := $(BIN)/testbin
 TOOLS     := $(BIN)/tools
 PKGS      := ./...
+# No cgo anywhere (nothing needs it; releases are static): the tests, lint
+# and the testbed's builds then share the Go build cache's packages.
+export CGO_ENABLED ?= 0
 # Tests that need the testbed find its binaries here (see hack/testbin.sh).
 export GPUFLEET_TESTBIN := $(abspath $(TESTBIN))
 # `gpufleet secret` runs sops; under make, the one testbin builds (tests that

@@ -43,12 +43,14 @@ kube_version=v1.37.2
 etcd_version=v3.7.3
 flux_version=v1.9.6
 # Image automation and notifications: the newest versions the module proxy
-# serves (newer ones are refused). The cache entry is named after the
-# reflector's version; the stamp records all three.
+# serves (newer ones are refused).
 image_reflector_version=v1.2.3
 image_automation_version=v1.2.3
 notification_version=v1.9.3
-flux_image_version=$image_reflector_version-$image_automation_version-$notification_version
+# One wrapper builds all five Flux controllers; its cache entry is named
+# after both releases.
+flux_stamp=$flux_version-$image_reflector_version-$image_automation_version-$notification_version
+flux_pkgs="github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller github.com/fluxcd/image-reflector-controller github.com/fluxcd/image-automation-controller github.com/fluxcd/notification-controller"
 # The proxy serves the GPU Operator's source only at this pseudo-version: the
 # commit of tag v25.3.4. The cache entry is named after the tag.
 gpu_operator_tag=v25.3.4
@@ -96,6 +98,10 @@ stamp_of() {
 		# The wrapper's own main.go is part of what is built.
 		printf '%s %s kustomize %s %s main %s\n' "$1" "$2" "$argocd_kustomize_version" "$argocd_toolchain" \
 			"$(cat "$repo_root/hack/testbin/argocd/main.go" "$repo_root/hack/testbin/argocd/go.mod" | sha256sum | cut -c1-12)"
+	elif [[ $1 == kube ]]; then
+		# The wrapper pins the modules under kubernetes to gpufleet's.
+		printf '%s %s %s mod %s\n' "$1" "$2" "$go_version" \
+			"$(cat "$repo_root/hack/testbin/kube/go.mod" "$repo_root/hack/testbin/kube/go.sum" | sha256sum | cut -c1-12)"
 	elif [[ $1 == ofed-upgrade ]]; then
 		# Built from the GPU Operator's wrapper: its own source and the
 		# versions that wrapper pins are what is built.
@@ -139,13 +145,18 @@ prepare_src() {
 # gobuild OUT PKGS [LDFLAGS] builds the programs PKGS (space-separated; OUT is
 # then a folder ending in /), one build at a time, so the link steps (2.4 GB
 # for kube-apiserver) never overlap with another build's.
+#
+# The flags are the tests' own (the Makefile sets CGO_ENABLED=0; no
+# -trimpath, which changes every package's build ID): with the kube wrapper
+# at gpufleet's module versions, the Go build cache compiles the packages
+# both use (apimachinery, client-go, apiserver...) once for both.
 gobuild() {
 	local out=$1 pkgs=$2 ldflags=${3:-}
 	local start=$SECONDS
 	log "building $pkgs (this takes minutes when cold)"
 	# shellcheck disable=SC2086 # PKGS is a list on purpose
 	GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
-		"$go_bin" build -p "$jobs" -trimpath -ldflags "-s -w $ldflags" -o "$out" $pkgs
+		"$go_bin" build -p "$jobs" -ldflags "-s -w $ldflags" -o "$out" $pkgs
 	log "built $pkgs in $((SECONDS - start))s"
 }
 
@@ -230,37 +241,28 @@ build_sops() {
 	finish sops "$sops_version" "$tmp"
 }
 
+# build_flux builds Flux's five controllers in one "go build" of one wrapper
+# module (they share most of their packages: compiled once) and keeps their
+# CRDs: source and kustomize in crds/flux, which every Flux cluster gets;
+# image automation and notification in crds/flux-image, installed only in the
+# clusters that run those controllers.
 build_flux() {
-	local src tmp=$cache_root/flux-$flux_version.tmp ctrl dir
+	local src tmp=$cache_root/flux-$flux_stamp.tmp ctrl dir crds
 	src=$(prepare_src flux)
-	rm -rf "$tmp" && mkdir -p "$tmp/crds/flux"
-	for ctrl in source-controller kustomize-controller; do
-		(cd "$src" && gobuild "$tmp/$ctrl" "github.com/fluxcd/$ctrl")
+	rm -rf "$tmp" && mkdir -p "$tmp/crds/flux" "$tmp/crds/flux-image"
+	(cd "$src" && gobuild "$tmp/" "$flux_pkgs")
+	for ctrl in source-controller kustomize-controller image-reflector-controller image-automation-controller notification-controller; do
+		[[ -x $tmp/$ctrl ]] || die "the Flux build left no $ctrl in $tmp"
 		# The CRDs ship only in the controllers' full modules, which a fresh
 		# module cache lacks (it has just their api submodules): keep a copy.
 		dir=$(cd "$src" && GOWORK=off GOFLAGS=-mod=mod "$go_bin" list -m -f '{{.Dir}}' "github.com/fluxcd/$ctrl")
 		[[ -d $dir/config/crd/bases ]] || die "no CRDs in $dir/config/crd/bases"
-		cp "$dir"/config/crd/bases/*.yaml "$tmp/crds/flux/"
+		crds=flux-image
+		[[ $ctrl == source-controller || $ctrl == kustomize-controller ]] && crds=flux
+		cp "$dir"/config/crd/bases/*.yaml "$tmp/crds/$crds/"
 	done
-	chmod u+w "$tmp"/crds/flux/*.yaml
-	finish flux "$flux_version" "$tmp"
-}
-
-# build_flux_image builds the image automation and notification controllers
-# and keeps their CRDs in crds/flux-image (the testbed installs those only in
-# clusters that run these controllers).
-build_flux_image() {
-	local src tmp=$cache_root/flux-image-$flux_image_version.tmp ctrl dir
-	src=$(prepare_src flux-image)
-	rm -rf "$tmp" && mkdir -p "$tmp/crds/flux-image"
-	for ctrl in image-reflector-controller image-automation-controller notification-controller; do
-		(cd "$src" && gobuild "$tmp/$ctrl" "github.com/fluxcd/$ctrl")
-		dir=$(cd "$src" && GOWORK=off GOFLAGS=-mod=mod "$go_bin" list -m -f '{{.Dir}}' "github.com/fluxcd/$ctrl")
-		[[ -d $dir/config/crd/bases ]] || die "no CRDs in $dir/config/crd/bases"
-		cp "$dir"/config/crd/bases/*.yaml "$tmp/crds/flux-image/"
-	done
-	chmod u+w "$tmp"/crds/flux-image/*.yaml
-	finish flux-image "$flux_image_version" "$tmp"
+	chmod u+w "$tmp"/crds/flux/*.yaml "$tmp"/crds/flux-image/*.yaml
+	finish flux "$flux_stamp" "$tmp"
 }
 
 # build_argocd builds Argo CD's application-controller and repo-server (one
@@ -333,8 +335,7 @@ elif [[ -n $ofed_pkgs ]]; then
 	prefetch gpu-operator ./ofed-upgrade
 fi
 fresh kwok "$kwok_version" || prefetch kwok sigs.k8s.io/kwok/cmd/kwok
-fresh flux "$flux_version" || prefetch flux "github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller"
-fresh flux-image "$flux_image_version" || prefetch flux-image "github.com/fluxcd/image-reflector-controller github.com/fluxcd/image-automation-controller github.com/fluxcd/notification-controller"
+fresh flux "$flux_stamp" || prefetch flux "$flux_pkgs"
 fresh argocd "$argocd_version" || prefetch argocd ". sigs.k8s.io/kustomize/kustomize/v5" "$argocd_toolchain"
 for item in "etcd $etcd_version build_etcd" \
 	"kube $kube_version build_kube" \
@@ -342,8 +343,7 @@ for item in "etcd $etcd_version build_etcd" \
 	"ofed-upgrade $ofed_upgrade_version build_ofed_upgrade" \
 	"kwok $kwok_version build_kwok" \
 	"sops $sops_version build_sops" \
-	"flux $flux_version build_flux" \
-	"flux-image $flux_image_version build_flux_image" \
+	"flux $flux_stamp build_flux" \
 	"argocd $argocd_version build_argocd"; do
 	read -r name version builder <<<"$item"
 	if fresh "$name" "$version"; then

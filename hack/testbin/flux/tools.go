@@ -5,6 +5,9 @@
 package tools
 
 import (
+	_ "github.com/fluxcd/image-automation-controller"
+	_ "github.com/fluxcd/image-reflector-controller"
 	_ "github.com/fluxcd/kustomize-controller"
+	_ "github.com/fluxcd/notification-controller"
 	_ "github.com/fluxcd/source-controller"
 )
