@@ -40,6 +40,8 @@ jobs=${GPUFLEET_TESTBIN_JOBS:-2}
 go_bin=${GO:-go}
 
 kube_version=v1.37.2
+# The file testbin.sh leaves in the destination once kube is built.
+kube_mark=.kube-built
 etcd_version=v3.7.3
 flux_version=v1.9.6
 # Image automation and notifications: the newest versions the module proxy
@@ -337,8 +339,12 @@ fi
 fresh kwok "$kwok_version" || prefetch kwok sigs.k8s.io/kwok/cmd/kwok
 fresh flux "$flux_stamp" || prefetch flux "$flux_pkgs"
 fresh argocd "$argocd_version" || prefetch argocd ". sigs.k8s.io/kustomize/kustomize/v5" "$argocd_toolchain"
-for item in "etcd $etcd_version build_etcd" \
-	"kube $kube_version build_kube" \
+# kube first, and a mark when it is in place: hack/test.sh starts lint and
+# the tests only then, so that they find in the Go build cache the packages
+# this build compiled (two builds compiling one package at once both pay).
+rm -f "$dest/$kube_mark"
+for item in "kube $kube_version build_kube" \
+	"etcd $etcd_version build_etcd" \
 	"gpu-operator $gpu_operator_tag build_gpu_operator" \
 	"ofed-upgrade $ofed_upgrade_version build_ofed_upgrade" \
 	"kwok $kwok_version build_kwok" \
@@ -353,6 +359,7 @@ for item in "etcd $etcd_version build_etcd" \
 		"$builder"
 	fi
 	link_into "$cache_root/$name-$version"
+	[[ $name != kube ]] || touch "$dest/$kube_mark"
 done
 if ((${#prefetches[@]} > 0)); then
 	wait "${prefetches[@]}" || true
