@@ -33,7 +33,10 @@ began=$SECONDS
 stamp() { printf '%s test: %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
 stamp "building the testbed in the background (log: bin/testbin.log)"
-rm -f bin/testbin/.kube-built # a mark of an earlier run's (see wait_kube)
+# hack/testbin.sh leaves this file (its kube_mark) once kube is built or
+# found in its cache; one from an earlier run must not count.
+kube_mark=bin/testbin/.kube-built
+rm -f "$kube_mark"
 bash hack/testbin.sh bin/testbin >bin/testbin.log 2>&1 &
 testbin_pid=$!
 # A failure below must not leave the build running.
@@ -76,9 +79,8 @@ need=$("$go_bin" list -test -f '{{if .ForTest}}{{.ForTest}}{{range .Deps}} {{.}}
 all=$("$go_bin" list ./...)
 unit=$(comm -23 <(printf '%s\n' "$all" | sort) <(printf '%s\n' "$need"))
 
-# hack/testbin.sh marks the moment kube is built (or found in its cache).
 wait_kube() {
-	while [[ ! -e bin/testbin/.kube-built ]] && kill -0 "$testbin_pid" 2>/dev/null; do
+	while [[ ! -e $kube_mark ]] && kill -0 "$testbin_pid" 2>/dev/null; do
 		sleep 2
 	done
 }

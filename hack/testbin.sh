@@ -40,7 +40,8 @@ jobs=${GPUFLEET_TESTBIN_JOBS:-2}
 go_bin=${GO:-go}
 
 kube_version=v1.37.2
-# The file testbin.sh leaves in the destination once kube is built.
+# The file testbin.sh leaves in the destination once kube is built
+# (hack/test.sh waits for it: its kube_mark).
 kube_mark=.kube-built
 etcd_version=v3.7.3
 flux_version=v1.9.6

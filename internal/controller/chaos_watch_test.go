@@ -347,21 +347,20 @@ func (w *invariantWatch) watch(ctx context.Context) {
 // checkStart checks maxUnavailable and the failure budget at the start
 // of node name; w.mu is held.
 func (w *invariantWatch) checkStart(name string, view map[string]*watched) {
-	out, failed, notReady, late := 0, 0, 0, []string{}
+	out, failed, notReady := 0, 0, 0
+	var why []string // the nodes counted out, for the message
 	for other, v := range view {
 		if v.failed {
 			failed++
 		}
-		switch {
-		case !v.out:
-		case other == name || v.phase.InFlight() || time.Since(v.outSince) > outGrace:
-			out++
-			if !v.ready && !v.phase.InFlight() {
-				notReady++
-			}
-		default:
-			late = append(late, other)
+		if !v.out || (other != name && !v.phase.InFlight() && time.Since(v.outSince) <= outGrace) {
+			continue
 		}
+		out++
+		if !v.ready && !v.phase.InFlight() {
+			notReady++
+		}
+		why = append(why, fmt.Sprintf("%s(%s, out %s)", other, cmp.Or(string(v.phase), "-"), time.Since(v.outSince).Round(time.Millisecond)))
 	}
 	w.startOut = max(w.startOut, out)
 	w.notReadyAtStart = max(w.notReadyAtStart, notReady)
@@ -369,12 +368,6 @@ func (w *invariantWatch) checkStart(name string, view map[string]*watched) {
 		w.fail("started %s with %d nodes failed, failure budget %d", name, failed, w.budget)
 	}
 	if out > w.maxU {
-		var why []string
-		for other, v := range view {
-			if v.out && !slices.Contains(late, other) {
-				why = append(why, fmt.Sprintf("%s(%s, out %s)", other, cmp.Or(string(v.phase), "-"), time.Since(v.outSince).Round(time.Millisecond)))
-			}
-		}
 		slices.Sort(why)
 		w.fail("started %s with %d selected nodes unavailable, maxUnavailable %d: %v", name, out, w.maxU, why)
 	}
