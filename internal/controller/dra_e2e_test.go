@@ -232,11 +232,11 @@ func TestDRAClaimNeverReleases(t *testing.T) {
 	waitPhase(t, ns, v1alpha1.PhaseStalled, 30*time.Second)
 	rec.Stop()
 	samples := rec.Samples(node)
-	if i := slices.IndexFunc(samples, func(s nodesimtest.DRASample) bool { return s.DriverLabel == newDriver }); i >= 0 {
+	if i := slices.IndexFunc(samples, func(s nodesimtest.DRASample) bool { return s.Before.Driver == newDriver || s.After.Driver == newDriver }); i >= 0 {
 		t.Errorf("the driver label moved (sample %d) under a claim still allocated", i)
 	}
 	if i := slices.IndexFunc(samples, func(s nodesimtest.DRASample) bool {
-		return s.PluginLabel == v1alpha1.DRAPluginPaused || !s.PluginRunning
+		return s.Before.Plugin == v1alpha1.DRAPluginPaused || s.After.Plugin == v1alpha1.DRAPluginPaused || !s.PluginRunning
 	}); i >= 0 {
 		t.Errorf("the plugin was stopped (sample %d) while a claim needed it", i)
 	}
