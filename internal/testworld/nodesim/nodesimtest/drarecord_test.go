@@ -13,7 +13,9 @@ import (
 func swap() []DRASample {
 	const old, target = "580.82.07", "580.95.05"
 	paused := v1alpha1.DRAPluginPaused
-	l := func(phase, driver, plugin string) NodeLabels { return NodeLabels{Phase: phase, Driver: driver, Plugin: plugin} }
+	l := func(phase, driver, plugin string) NodeLabels {
+		return NodeLabels{Phase: phase, Driver: driver, Plugin: plugin}
+	}
 	return []DRASample{
 		{Before: l("Draining", old, ""), After: l("Draining", old, ""), ClaimsHeld: []string{"ml/train-gpu"}, PluginRunning: true, PluginReady: true, Slices: []string{"580.82.7"}},
 		{Before: l("Draining", old, ""), After: l("Draining", old, paused), ClaimsHeld: []string{"ml/train-gpu"}, PluginRunning: true, PluginReady: true, Slices: []string{"580.82.7"}},
