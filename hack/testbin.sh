@@ -95,25 +95,24 @@ if command -v flock >/dev/null; then
 fi
 
 # stamp_of prints what a cache entry must record to be reused: the program's
-# version and the Go toolchain that built it.
+# version, the Go toolchain that built it and a hash of the wrapper module it
+# was built from (its go.mod pins the versions under it; its main.go, where
+# it has one, is part of what is built).
 stamp_of() {
-	if [[ $1 == argocd ]]; then
-		# The wrapper's own main.go is part of what is built.
-		printf '%s %s kustomize %s %s main %s\n' "$1" "$2" "$argocd_kustomize_version" "$argocd_toolchain" \
-			"$(cat "$repo_root/hack/testbin/argocd/main.go" "$repo_root/hack/testbin/argocd/go.mod" | sha256sum | cut -c1-12)"
-	elif [[ $1 == kube ]]; then
-		# The wrapper pins the modules under kubernetes to gpufleet's.
-		printf '%s %s %s mod %s\n' "$1" "$2" "$go_version" \
-			"$(cat "$repo_root/hack/testbin/kube/go.mod" "$repo_root/hack/testbin/kube/go.sum" | sha256sum | cut -c1-12)"
-	elif [[ $1 == ofed-upgrade ]]; then
-		# Built from the GPU Operator's wrapper: its own source and the
-		# versions that wrapper pins are what is built.
-		printf '%s %s %s main %s\n' "$1" "$2" "$go_version" \
-			"$(cat "$repo_root/hack/testbin/gpu-operator/ofed-upgrade/main.go" "$repo_root/hack/testbin/gpu-operator/go.mod" \
-				"$repo_root/hack/testbin/gpu-operator/go.sum" | sha256sum | cut -c1-12)"
-	else
-		printf '%s %s %s\n' "$1" "$2" "$go_version"
+	local toolchain=$go_version extra="" wrapper=$repo_root/hack/testbin/$1 files
+	case $1 in
+	argocd) toolchain=$argocd_toolchain extra=" kustomize $argocd_kustomize_version" ;;
+	ofed-upgrade) # built from the GPU Operator's wrapper, with a main.go of its own
+		wrapper=$repo_root/hack/testbin/gpu-operator
+		extra=" main $(sha256sum <"$wrapper/ofed-upgrade/main.go" | cut -c1-12)"
+		;;
+	esac
+	if [[ -d $wrapper ]]; then
+		files=$(find "$wrapper" -maxdepth 1 -type f | LC_ALL=C sort)
+		# shellcheck disable=SC2086 # file names without spaces, one per word
+		extra+=" wrapper $(cat $files | sha256sum | cut -c1-12)"
 	fi
+	printf '%s %s %s%s\n' "$1" "$2" "$toolchain" "$extra"
 }
 
 # fresh NAME VERSION succeeds when the cache entry exists and is of that version.

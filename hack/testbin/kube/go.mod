@@ -2,7 +2,7 @@
 // kubernetes' own go.mod points its staging modules at ./staging/..., which a
 // plain "go install" cannot follow, so each one is pinned to its published version here.
 // The modules under it are required at gpufleet's own versions, so that the tests reuse
-// what this build compiles (TestKubeWrapperSharesVersions in internal/testworld/testbed).
+// what this build compiles (TestWrappersShareVersions in internal/testworld/testbed).
 module github.com/gpufleet/gpufleet/hack/testbin/kube
 
 go 1.26.0
