@@ -15,13 +15,15 @@
 #   ${GPUFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpufleet}/testbin/<name>-<version>/
 # and then hardlinked (or copied) into the destination.
 #
-# Why wrapper modules (hack/testbin/<name>/): "go install X@v" refuses these
-# programs because their go.mod files carry replace directives. Each wrapper
-# requires the program and repeats the replaces its build needs; its go.sum is
-# committed so builds are reproducible. The wrapper is copied out of the
-# repository before building so a build never edits tracked files. sops needs
-# none: its go.mod has no replace directives, so "go install sops@v" builds it
-# from its own module, with the versions and go.sum its release pins.
+# Why wrapper modules (hack/testbin/<name>/): "go install X@v" refuses most
+# of these programs because their go.mod files carry replace directives, and
+# would build each at its release's own versions of the modules it shares
+# with gpufleet. Each wrapper requires the program, repeats the replaces its
+# build needs and requires shared modules at gpufleet's versions where those
+# are newer, so that the Go build cache compiles them once for all
+# (TestWrappersShareVersions); its go.sum is committed so builds are
+# reproducible. The wrapper is copied out of the repository before building
+# so a build never edits tracked files.
 #
 # Environment:
 #   GPUFLEET_CACHE         cache root (see above)
@@ -157,7 +159,7 @@ gobuild() {
 	local start=$SECONDS
 	log "building $pkgs (this takes minutes when cold)"
 	# shellcheck disable=SC2086 # PKGS is a list on purpose
-	GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+	GOWORK=off GOFLAGS="-mod=mod -buildvcs=false${GOFLAGS:+ $GOFLAGS}" CGO_ENABLED=0 \
 		"$go_bin" build -p "$jobs" -ldflags "-s -w $ldflags" -o "$out" $pkgs
 	log "built $pkgs in $((SECONDS - start))s"
 }
@@ -231,15 +233,11 @@ build_kwok() {
 	finish kwok "$kwok_version" "$tmp"
 }
 
-# build_sops builds sops with one "go install" of its own module (see the
-# top of this file for why no wrapper module).
 build_sops() {
-	local tmp=$cache_root/sops-$sops_version.tmp start=$SECONDS
+	local src tmp=$cache_root/sops-$sops_version.tmp
+	src=$(prepare_src sops)
 	rm -rf "$tmp" && mkdir -p "$tmp"
-	log "building sops $sops_version (a minute or two when cold)"
-	(cd "$tmp" && GOWORK=off GOFLAGS=-buildvcs=false GOBIN=$tmp CGO_ENABLED=0 \
-		"$go_bin" install -p "$jobs" -trimpath -ldflags "-s -w" "github.com/getsops/sops/v3/cmd/sops@$sops_version")
-	log "built sops in $((SECONDS - start))s"
+	(cd "$src" && gobuild "$tmp/sops" github.com/getsops/sops/v3/cmd/sops)
 	finish sops "$sops_version" "$tmp"
 }
 
@@ -337,6 +335,7 @@ elif [[ -n $ofed_pkgs ]]; then
 	prefetch gpu-operator ./ofed-upgrade
 fi
 fresh kwok "$kwok_version" || prefetch kwok sigs.k8s.io/kwok/cmd/kwok
+fresh sops "$sops_version" || prefetch sops github.com/getsops/sops/v3/cmd/sops
 fresh flux "$flux_stamp" || prefetch flux "$flux_pkgs"
 fresh argocd "$argocd_version" || prefetch argocd ". sigs.k8s.io/kustomize/kustomize/v5" "$argocd_toolchain"
 # kube first, and a mark when it is in place: hack/test.sh starts lint and

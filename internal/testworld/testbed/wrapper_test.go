@@ -31,7 +31,7 @@ func TestWrappersShareVersions(t *testing.T) {
 			"github.com/fluxcd/notification-controller/api":     "the controller's own API, at its release",
 		},
 	}
-	for _, name := range []string{"kube", "flux", "kwok"} {
+	for _, name := range []string{"kube", "flux", "kwok", "sops"} {
 		theirs := requires(t, filepath.Join(root, "hack", "testbin", name, "go.mod"))
 		shared := 0
 		for path, v := range theirs {
