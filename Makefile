@@ -51,12 +51,12 @@ golden: testbin
 test-unit:
 	$(GO) test -short -count=1 $(PKGS)
 
-## lint: gofmt, go vet and golangci-lint v2.15.0 with .golangci.yml (hack/tools.sh builds it into a
-## per-user cache the first time, a few minutes; see docs/development.md, "The linter")
+## lint: gofmt and golangci-lint v2.15.0 with .golangci.yml, go vet's analyzers among its linters
+## (hack/tools.sh builds it into a per-user cache the first time, a few minutes; see docs/development.md,
+## "The linter")
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
 	@gl=$$(GO=$(GO) bash hack/tools.sh $(TOOLS)) && echo "$(TOOLS)/golangci-lint run $(PKGS)" && "$$gl" run $(PKGS)
 
 ## bench: performance figures (see docs/performance.md); BENCHTIME=3x for steadier numbers. The output

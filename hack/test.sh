@@ -26,6 +26,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go_bin=${GO:-go}
 make_bin=${MAKE:-make}
 jobs=${GPUFLEET_TEST_JOBS:-4}
+# Every go command under this script (lint, the testbed's build, the tests)
+# compiles and links without DWARF: nothing here runs a debugger, and the
+# compile costs a tenth less CPU (a cold build of gpufleet-controller: 184 s
+# of CPU against 206 s). One setting for all of them, because the flags are
+# part of a package's key in the Go build cache: the tests still find the
+# packages the testbed's build compiled.
+export GOFLAGS="-gcflags=all=-dwarf=false -ldflags=-w${GOFLAGS:+ $GOFLAGS}"
 module=github.com/gpufleet/gpufleet
 mkdir -p bin
 
@@ -90,8 +97,8 @@ wait_kube() {
 phase "waiting for kube's build (lint and the tests reuse what it compiles)" wait_kube
 phase "lint and generated files" "$make_bin" --no-print-directory lint verify-generate
 unit_log=bin/test-unit.log
-# -vet=off below: lint has run all of go vet on every package, tests
-# included; go test's own subset of it would run again.
+# -vet=off below: lint has run go vet's analyzers (golangci-lint's govet)
+# on every package, tests included; go test's own subset would run again.
 if ! phase "tests without the testbed ($(wc -w <<<"$unit") packages)" \
 	run_logged "$unit_log" "$go_bin" test -count=1 -vet=off -timeout 30m $unit; then
 	failures "$unit_log"

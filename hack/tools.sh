@@ -44,7 +44,7 @@ if [[ ! -f $entry/.stamp || "$(cat "$entry/.stamp")" != "$stamp" ]]; then
 	start=$SECONDS
 	printf '%s tools: building golangci-lint %s (a few minutes when cold)\n' "$(date -u +%H:%M:%S)" "$golangci_lint_version" >&2
 	rm -rf "$entry.tmp" && mkdir -p "$entry.tmp"
-	(cd "$entry.tmp" && GOWORK=off GOFLAGS=-buildvcs=false GOBIN=$entry.tmp CGO_ENABLED=0 \
+	(cd "$entry.tmp" && GOWORK=off GOFLAGS="-buildvcs=false${GOFLAGS:+ $GOFLAGS}" GOBIN=$entry.tmp CGO_ENABLED=0 \
 		"$go_bin" install -trimpath -ldflags "-s -w" "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_lint_version")
 	printf '%s\n' "$stamp" >"$entry.tmp/.stamp"
 	rm -rf "$entry" && mv "$entry.tmp" "$entry"
