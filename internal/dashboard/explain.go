@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ func (ExplainLibrary) Explain(ctx context.Context, q ExplainQuery) (*Explanation
 	if l := a.At; l != nil {
 		obj := strings.TrimPrefix(fmt.Sprintf("%s %s/%s", l.Object.Kind, l.Object.Namespace, l.Object.Name), "/")
 		obj = strings.Replace(obj, " /", " ", 1)
-		ex.At = fmt.Sprintf("%s %s (%s): %s", l.Step, obj, l.State, cmpOr(l.Message, l.Observed))
+		ex.At = fmt.Sprintf("%s %s (%s): %s", l.Step, obj, l.State, cmp.Or(l.Message, l.Observed))
 		ex.Next = l.Next
 	}
 	return ex, nil

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -198,7 +199,7 @@ func rolloutView(e gate.Expected, o gate.Observed, hist map[string][]Segment, no
 			continue
 		}
 		seen[n.Name] = true
-		phase := cmpOr(string(st.Phase), phaseNotStarted)
+		phase := cmp.Or(string(st.Phase), phaseNotStarted)
 		start := st.Since
 		if start.IsZero() {
 			start = now
@@ -231,11 +232,4 @@ func gateSummary(cs promote.ClusterStatus, checks []gate.Check) string {
 	st := &promote.Status{Clusters: []promote.ClusterStatus{cs}}
 	st.AddGate(&gate.Report{Checks: checks})
 	return st.Clusters[0].Gate
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

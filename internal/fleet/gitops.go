@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -89,14 +91,14 @@ func (f *Fleet) validateGitOps(probs *problemList, raw rawGitOps) {
 	g := GitOps{Repository: raw.Repository, Branch: raw.Branch, environments: map[string]gitops.Engine{}, clusters: map[string]gitops.Engine{}}
 	g.engine = engine("gitops.engine", raw.Engine)
 	envs := f.Environments()
-	for _, env := range sortedKeys(raw.Environments) {
+	for _, env := range slices.Sorted(maps.Keys(raw.Environments)) {
 		key := joinKey("gitops.environments", env)
 		if !contains(envs, env) {
 			probs.add(key, "no cluster has environment %q%s", env, suggest(env, envs))
 		}
 		g.environments[env] = engine(key+".engine", raw.Environments[env].Engine)
 	}
-	for _, c := range sortedKeys(raw.Clusters) {
+	for _, c := range slices.Sorted(maps.Keys(raw.Clusters)) {
 		key := joinKey("gitops.clusters", c)
 		if _, ok := f.Clusters[c]; !ok {
 			probs.add(key, "unknown cluster %q%s", c, suggest(c, f.ClusterNames()))

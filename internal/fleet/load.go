@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 )
@@ -128,7 +129,7 @@ func Parse(name string, data []byte) (*Fleet, error) {
 		policy:     raw.Policy,
 		gitops:     raw.GitOps,
 	}
-	f.clusterNames = sortedKeys(f.Clusters)
+	f.clusterNames = slices.Sorted(maps.Keys(f.Clusters))
 	f.validate(probs)
 	if len(probs.list) > 0 {
 		return nil, probs.list.sorted()
@@ -144,7 +145,7 @@ func orEmpty[V any](m map[string]V) map[string]V {
 }
 
 // ReleaseNames returns the release names, sorted.
-func (f *Fleet) ReleaseNames() []string { return sortedKeys(f.Releases) }
+func (f *Fleet) ReleaseNames() []string { return slices.Sorted(maps.Keys(f.Releases)) }
 
 // ClusterNames returns the cluster names, sorted. Parse sorts them once:
 // commands over a large fleet ask for them per cluster and per service.
@@ -152,16 +153,7 @@ func (f *Fleet) ClusterNames() []string {
 	if len(f.clusterNames) == len(f.Clusters) && f.clusterNames != nil {
 		return slices.Clone(f.clusterNames)
 	}
-	return sortedKeys(f.Clusters)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(f.Clusters))
 }
 
 // Position returns where key is written in the fleet file (see Problem.Key

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -92,7 +93,7 @@ func (f *Fleet) ServicesOn(cluster string) []string {
 // of each environment, and that the clusters a setting lists exist, are of
 // its environment and fit it.
 func (f *Fleet) validatePlacement(probs *problemList) {
-	for _, name := range sortedKeys(f.Stack.Services) {
+	for _, name := range slices.Sorted(maps.Keys(f.Stack.Services)) {
 		svc := f.Stack.Services[name]
 		for _, env := range f.Environments() {
 			key := joinKey(joinKey("stack.services", name)+".environments", env)

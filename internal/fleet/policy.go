@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -165,14 +166,14 @@ func (f *Fleet) validatePolicy(probs *problemList) {
 	for _, c := range f.Clusters {
 		envs[c.Environment] = true
 	}
-	for _, env := range sortedKeys(f.policy.Environments) {
+	for _, env := range slices.Sorted(maps.Keys(f.policy.Environments)) {
 		key := joinKey("policy.environments", env)
 		if !envs[env] {
-			probs.add(key, "no cluster has environment %q%s", env, suggest(env, sortedKeys(envs)))
+			probs.add(key, "no cluster has environment %q%s", env, suggest(env, slices.Sorted(maps.Keys(envs))))
 		}
 		applySettings(&p, f.policy.Environments[env], probs, key)
 	}
-	for _, c := range sortedKeys(f.policy.Clusters) {
+	for _, c := range slices.Sorted(maps.Keys(f.policy.Clusters)) {
 		key := joinKey("policy.clusters", c)
 		if _, ok := f.Clusters[c]; !ok {
 			probs.add(key, "unknown cluster %q%s", c, suggest(c, f.ClusterNames()))

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -98,7 +99,7 @@ func (s *Stack) ServiceNames() []string {
 	if s == nil {
 		return nil
 	}
-	names := sortedKeys(s.Services)
+	names := slices.Sorted(maps.Keys(s.Services))
 	slices.SortStableFunc(names, func(a, b string) int {
 		return slices.Index(layers, s.Services[a].Layer) - slices.Index(layers, s.Services[b].Layer)
 	})
@@ -129,7 +130,7 @@ func (f *Fleet) Environments() []string {
 	for _, c := range f.Clusters {
 		set[c.Environment] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 var (
@@ -146,7 +147,7 @@ func (f *Fleet) validateStack(probs *problemList) {
 		s.ReviewBranch = "image-updates"
 	}
 	envs := f.Environments()
-	for _, env := range sortedKeys(s.AgeRecipients) {
+	for _, env := range slices.Sorted(maps.Keys(s.AgeRecipients)) {
 		key := joinKey("stack.age-recipients", env)
 		if !slices.Contains(envs, env) {
 			probs.add(key, "no cluster has environment %q%s", env, suggest(env, envs))
@@ -163,7 +164,7 @@ func (f *Fleet) validateStack(probs *problemList) {
 	if len(s.Services) == 0 {
 		probs.add("stack", "the stack has no services: add [stack.services.<name>] tables")
 	}
-	for _, name := range sortedKeys(s.Services) {
+	for _, name := range slices.Sorted(maps.Keys(s.Services)) {
 		svc := s.Services[name]
 		svc.Name = name
 		f.validateService(probs, svc, envs)
@@ -209,7 +210,7 @@ func (f *Fleet) validateService(probs *problemList, svc *Service, envs []string)
 	}
 	for i, d := range svc.DependsOn {
 		if _, ok := f.Stack.Services[d]; !ok {
-			probs.add(fmt.Sprintf("%s.depends-on[%d]", key, i), "unknown service %q%s", d, suggest(d, sortedKeys(f.Stack.Services)))
+			probs.add(fmt.Sprintf("%s.depends-on[%d]", key, i), "unknown service %q%s", d, suggest(d, slices.Sorted(maps.Keys(f.Stack.Services))))
 		} else if d == svc.Name {
 			probs.add(fmt.Sprintf("%s.depends-on[%d]", key, i), "a service cannot depend on itself")
 		}
@@ -239,7 +240,7 @@ func (f *Fleet) validateService(probs *problemList, svc *Service, envs []string)
 			probs.add(key+".health", "%q is not an HTTP path", svc.Health)
 		}
 	}
-	for _, env := range sortedKeys(svc.Environments) {
+	for _, env := range slices.Sorted(maps.Keys(svc.Environments)) {
 		ekey := joinKey(key+".environments", env)
 		if !slices.Contains(envs, env) {
 			probs.add(ekey, "no cluster has environment %q%s", env, suggest(env, envs))
@@ -342,7 +343,7 @@ func findCycle(s *Stack) []string {
 		state[n] = done
 		return false
 	}
-	for _, n := range sortedKeys(s.Services) {
+	for _, n := range slices.Sorted(maps.Keys(s.Services)) {
 		if state[n] == unseen && visit(n) {
 			return cycle
 		}

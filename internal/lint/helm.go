@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -26,7 +27,7 @@ func checkHelmReleases(r *repo) []Finding {
 	var out []Finding
 	for _, d := range hrs {
 		for _, dep := range items(lookup(d.node, "spec", "dependsOn")) {
-			name, ns := scalar(dep, "name"), cmpOr(scalar(dep, "namespace"), d.namespace)
+			name, ns := scalar(dep, "name"), cmp.Or(scalar(dep, "namespace"), d.namespace)
 			found := defined[key{ns, name}] || defined[key{"", name}] || (ns == "" && names[name])
 			if !found {
 				out = append(out, Finding{File: d.file, Line: dep.Line, Severity: Error, Rule: "depends-on-missing",

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -96,7 +97,7 @@ func fluxKustomizations(r *repo) []*kustomization {
 			// A patch file only changes a Kustomization defined elsewhere.
 			continue
 		}
-		k := &kustomization{doc: d, scope: scopeOf(d.file), ns: cmpOr(d.namespace, "default"), name: d.name}
+		k := &kustomization{doc: d, scope: scopeOf(d.file), ns: cmp.Or(d.namespace, "default"), name: d.name}
 		// An invalid duration reads as 0 here and is reported by checkDurations.
 		k.interval, _ = fluxDuration(scalar(d.node, "spec", "interval"))
 		if t := scalar(d.node, "spec", "timeout"); t != "" {
@@ -114,7 +115,7 @@ func fluxKustomizations(r *repo) []*kustomization {
 		if deps := lookup(d.node, "spec", "dependsOn"); deps != nil {
 			k.dependsOnLine = keyLine(d.node, "spec", "dependsOn")
 			for _, dep := range items(deps) {
-				k.dependsOn = append(k.dependsOn, k.scope+cmpOr(scalar(dep, "namespace"), k.ns)+"/"+scalar(dep, "name"))
+				k.dependsOn = append(k.dependsOn, k.scope+cmp.Or(scalar(dep, "namespace"), k.ns)+"/"+scalar(dep, "name"))
 			}
 		}
 		k.startup = scalar(d.node, "metadata", "annotations", v1alpha1.AnnotationStartup)
@@ -183,7 +184,7 @@ func checkKustomizations(r *repo, ks []*kustomization) []Finding {
 func declaredStartup(r *repo, k *kustomization) (time.Duration, string, []Finding) {
 	var best time.Duration
 	var from string
-	applied, findings := r.build(cmpOr(k.path, "."))
+	applied, findings := r.build(cmp.Or(k.path, "."))
 	for _, file := range applied {
 		best, from = longer(best, from, r.files[file])
 	}
@@ -264,13 +265,6 @@ func dependencyCycle(ks []*kustomization, byID map[string]*kustomization) []stri
 	return nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // ownSource tells whether a Flux Kustomization's source is the repository
 // being linted: the GitRepository flux bootstrap names flux-system (and
 // gpufleet renders). A tenant's Kustomization reads another repository,
@@ -278,5 +272,5 @@ func cmpOr(a, b string) string {
 func ownSource(d *doc) bool {
 	ref := lookup(d.node, "spec", "sourceRef")
 	return scalar(ref, "kind") == "GitRepository" && scalar(ref, "name") == "flux-system" &&
-		cmpOr(scalar(ref, "namespace"), cmpOr(d.namespace, "flux-system")) == "flux-system"
+		cmp.Or(scalar(ref, "namespace"), cmp.Or(d.namespace, "flux-system")) == "flux-system"
 }

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -261,7 +262,7 @@ func patchSecrets(file, text string, shift int, target *kusttypes.Selector, load
 			case !secret || (d.apiVersion != "" && d.apiVersion != "v1"):
 			case loaded && d.kind == "Secret" && d.apiVersion == "v1":
 			default:
-				out = append(out, secretData(d, "the patch of Secret "+cmpOr(d.name, targetName))...)
+				out = append(out, secretData(d, "the patch of Secret "+cmp.Or(d.name, targetName))...)
 			}
 		}
 	}
